@@ -1,0 +1,173 @@
+#include "compiler/ir.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace magicube {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+}  // namespace
+
+std::string ElemType::str() const { return (is_signed ? "s" : "u") + std::to_string(bits); }
+
+const char *op_name(OpKind k) { return k == OpKind::SpMM ? "spmm" : "sddmm"; }
+
+const char *out_name(OutType t) {
+  switch (t) {
+    case OutType::Int32: return "i32";
+    case OutType::Int64: return "i64";
+    case OutType::F32: return "f32";
+    case OutType::F16: return "f16";
+    case OutType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+std::string arch_name(int arch) { return "sm_" + std::to_string(arch); }
+
+llvm::Expected<OpKind> parse_op(llvm::StringRef s) {
+  if (s == "spmm") return OpKind::SpMM;
+  if (s == "sddmm") return OpKind::SDDMM;
+  return err("op: unknown op '" + s + "' (allowed: spmm, sddmm)");
+}
+
+llvm::Expected<ElemType> parse_elem(llvm::StringRef s, llvm::StringRef field) {
+  if (s.size() < 2 || (s[0] != 's' && s[0] != 'u'))
+    return err(field + ": '" + s + "' is not an element type (write s<bits> or u<bits>, bits 1..16, e.g. s8, u4)");
+  unsigned bits = 0;
+  if (s.drop_front().getAsInteger(10, bits))
+    return err(field + ": '" + s + "' is not an element type (write s<bits> or u<bits>, bits 1..16, e.g. s8, u4)");
+  if (bits < 1 || bits > 16)
+    return err(field + ": " + llvm::Twine(bits) + " bits in '" + s + "' is out of range (allowed: 1..16)");
+  return ElemType{int(bits), s[0] == 's'};
+}
+
+llvm::Expected<OutType> parse_out(llvm::StringRef s) {
+  for (OutType t : {OutType::Int32, OutType::Int64, OutType::F32, OutType::F16, OutType::BF16})
+    if (s == out_name(t)) return t;
+  if (s == "int32") return OutType::Int32;
+  if (s == "int64") return OutType::Int64;
+  return err("out: unknown output type '" + s + "' (allowed: int32, int64, f32, f16, bf16)");
+}
+
+llvm::Expected<int> parse_arch(llvm::StringRef s) {
+  llvm::StringRef digits = s;
+  digits.consume_front("sm_");
+  unsigned cc = 0;
+  if (!digits.getAsInteger(10, cc) && (cc == 80 || cc == 86 || cc == 89 || cc == 90)) return int(cc);
+  return err("arch: unknown arch '" + s + "' (allowed: sm_80, sm_86, sm_89, sm_90)");
+}
+
+llvm::Error validate(const OpSpec &s) {
+  for (auto [name, e] : {std::pair{"lhs", s.lhs}, std::pair{"rhs", s.rhs}})
+    if (e.bits < 1 || e.bits > 16)
+      return err(llvm::Twine(name) + ": " + llvm::Twine(e.bits) + " bits is out of range (allowed: 1..16)");
+  if (s.v != 1 && s.v != 2 && s.v != 4 && s.v != 8)
+    return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
+  if (s.bsn != 32 && s.bsn != 64 && s.bsn != 128)
+    return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128)");
+  if (s.arch != 80 && s.arch != 86 && s.arch != 89 && s.arch != 90)
+    return err("arch: sm_" + llvm::Twine(s.arch) + " is not supported (allowed: sm_80, sm_86, sm_89, sm_90)");
+  return llvm::Error::success();
+}
+
+std::string to_string(const OpSpec &s) {
+  return std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v) +
+         ".n" + std::to_string(s.bsn) + "." + (s.prefetch ? "pf" : "nopf") + "." + out_name(s.out) + "." +
+         arch_name(s.arch);
+}
+
+llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
+  llvm::SmallVector<llvm::StringRef, 8> f;
+  text.split(f, '.');
+  if (f.size() != 7)
+    return err("opspec: '" + text + "' must have 7 dot-separated fields: op.LxR.vV.nBSn.pf|nopf.out.arch (e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90)");
+  OpSpec s;
+  auto op = parse_op(f[0]);
+  if (!op) return op.takeError();
+  s.op = *op;
+  // LxR: the separator is the first 'x' after the LHS's leading letter.
+  size_t sep = f[1].find('x', 1);
+  if (sep == llvm::StringRef::npos) return err("types: '" + f[1] + "' must be <lhs>x<rhs>, e.g. s8xu4");
+  llvm::StringRef l = f[1].take_front(sep), r = f[1].drop_front(sep + 1);
+  auto lhs = parse_elem(l, "lhs");
+  if (!lhs) return lhs.takeError();
+  auto rhs = parse_elem(r, "rhs");
+  if (!rhs) return rhs.takeError();
+  s.lhs = *lhs;
+  s.rhs = *rhs;
+  unsigned n = 0;
+  if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: '" + f[2] + "' must be v<V>, e.g. v8");
+  s.v = int(n);
+  if (!f[3].consume_front("n") || f[3].getAsInteger(10, n)) return err("bsn: '" + f[3] + "' must be n<BSn>, e.g. n64");
+  s.bsn = int(n);
+  if (f[4] != "pf" && f[4] != "nopf") return err("prefetch: '" + f[4] + "' must be pf or nopf");
+  s.prefetch = f[4] == "pf";
+  auto out = parse_out(f[5]);
+  if (!out) return out.takeError();
+  s.out = *out;
+  auto arch = parse_arch(f[6]);
+  if (!arch) return arch.takeError();
+  s.arch = *arch;
+  if (auto e = validate(s)) return e;
+  return s;
+}
+
+llvm::json::Value to_json(const OpSpec &s) {
+  return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch},
+                            {"out", out_name(s.out)},  {"arch", arch_name(s.arch)}};
+}
+
+llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
+  const llvm::json::Object *o = v.getAsObject();
+  if (!o) return err("opspec json: expected an object");
+  auto need = [&](const char *k) { return err(llvm::Twine("opspec json: missing or mistyped field '") + k + "'"); };
+  auto op = o->getString("op"), l = o->getString("lhs"), r = o->getString("rhs"), out = o->getString("out"),
+       arch = o->getString("arch");
+  auto vv = o->getInteger("v"), bsn = o->getInteger("bsn");
+  auto pf = o->getBoolean("prefetch");
+  if (!op) return need("op");
+  if (!l) return need("lhs");
+  if (!r) return need("rhs");
+  if (!vv) return need("v");
+  if (!bsn) return need("bsn");
+  if (!pf) return need("prefetch");
+  if (!out) return need("out");
+  if (!arch) return need("arch");
+  OpSpec s;
+  auto kop = parse_op(*op);
+  if (!kop) return kop.takeError();
+  auto lhs = parse_elem(*l, "lhs");
+  if (!lhs) return lhs.takeError();
+  auto rhs = parse_elem(*r, "rhs");
+  if (!rhs) return rhs.takeError();
+  auto ot = parse_out(*out);
+  if (!ot) return ot.takeError();
+  auto cc = parse_arch(*arch);
+  if (!cc) return cc.takeError();
+  s.op = *kop;
+  s.lhs = *lhs;
+  s.rhs = *rhs;
+  s.v = int(*vv);
+  s.bsn = int(*bsn);
+  s.prefetch = *pf;
+  s.out = *ot;
+  s.arch = *cc;
+  if (auto e = validate(s)) return e;
+  return s;
+}
+
+uint64_t stable_hash(const OpSpec &s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : to_string(s)) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace magicube

@@ -1,0 +1,69 @@
+// The IR: one value type, OpSpec, that describes one quantized sparse op.
+//
+// Text form (canonical; parse(print(x)) == x):
+//   <op>.<lhs>x<rhs>.v<V>.n<BSn>.<pf|nopf>.<out>.<arch>
+//   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+namespace magicube {
+
+enum class OpKind { SpMM, SDDMM };
+
+// An integer element type of 1..16 bits, signed (two's complement) or unsigned.
+struct ElemType {
+  int bits = 8;
+  bool is_signed = true;
+
+  int64_t min_value() const { return is_signed ? -(int64_t{1} << (bits - 1)) : 0; }
+  int64_t max_value() const {
+    return is_signed ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+  }
+  bool contains(int64_t x) const { return x >= min_value() && x <= max_value(); }
+  std::string str() const;  // "s8", "u4"
+  friend bool operator==(const ElemType &, const ElemType &) = default;
+};
+
+// Output element type. int32 is exact up to the plan's max_exact_k; int64 adds the chunk
+// terms in 64 bits; the float types apply the scales of the epilogue.
+enum class OutType { Int32, Int64, F32, F16, BF16 };
+
+struct OpSpec {
+  OpKind op = OpKind::SpMM;
+  ElemType lhs{8, true};   // the sparse operand A (SpMM) / the left dense operand (SDDMM)
+  ElemType rhs{8, true};   // the dense operand B
+  int v = 8;               // 1-D block length (rows of a V x 1 vector): 1, 2, 4 or 8
+  int bsn = 64;            // dense tile width of one thread block: 32, 64 or 128
+  bool prefetch = true;    // RHS (SpMM) / LHS (SDDMM) prefetch pipeline
+  OutType out = OutType::Int32;
+  int arch = 90;           // compute capability: 80, 86, 89 or 90
+
+  friend bool operator==(const OpSpec &, const OpSpec &) = default;
+};
+
+// Names and parsers of the pieces; errors name the field, the value and what is allowed.
+const char *op_name(OpKind k);
+const char *out_name(OutType t);        // i32 i64 f32 f16 bf16
+std::string arch_name(int arch);        // "sm_90"
+llvm::Expected<OpKind> parse_op(llvm::StringRef s);
+llvm::Expected<ElemType> parse_elem(llvm::StringRef s, llvm::StringRef field);
+llvm::Expected<OutType> parse_out(llvm::StringRef s);
+llvm::Expected<int> parse_arch(llvm::StringRef s);
+
+// Checks every field; the error names the field, the value and what is allowed.
+llvm::Error validate(const OpSpec &spec);
+
+std::string to_string(const OpSpec &spec);                  // canonical text form
+llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text);  // inverse of to_string, validated
+llvm::json::Value to_json(const OpSpec &spec);
+llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v);
+
+// Stable 64-bit hash (FNV-1a over the canonical text); same on every platform and run.
+uint64_t stable_hash(const OpSpec &spec);
+
+}  // namespace magicube

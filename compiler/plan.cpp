@@ -1,0 +1,136 @@
+#include "compiler/plan.h"
+
+#include <sstream>
+
+namespace magicube {
+
+const char *orientation_name(Orientation o) { return o == Orientation::DenseOnM ? "dense_on_m" : "sparse_on_m"; }
+
+std::string Chunk::str() const {
+  return (is_signed ? "s" : "u") + std::to_string(bits) + "@" + std::to_string(lo_bit);
+}
+
+std::string ExchangeStep::str() const {
+  return kind == Reg ? "reg^" + std::to_string(mask) : "shfl.xor " + std::to_string(mask);
+}
+
+bool Plan::unpack_lhs() const {
+  for (const Chunk &c : lhs)
+    if (c.storage_bits < native_bits) return true;
+  return false;
+}
+bool Plan::unpack_rhs() const {
+  for (const Chunk &c : rhs)
+    if (c.storage_bits < native_bits) return true;
+  return false;
+}
+
+std::string Plan::kernel_name() const {
+  std::string lr = spec.lhs.str() + spec.rhs.str();
+  std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_n" +
+                     std::to_string(spec.bsn) + (spec.prefetch ? "_pf" : "_nopf");
+  if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
+  name += "_sm" + std::to_string(spec.arch);
+  // The default variant (int8, m16n8k32, dense dimension on M) carries no suffix.
+  bool dflt = native_bits == 8 && shape == MmaShape{16, 8, 32} && orient == Orientation::DenseOnM;
+  if (!dflt)
+    name += std::string("_i") + std::to_string(native_bits) + "_" + shape.str() +
+            (orient == Orientation::DenseOnM ? "" : "_vm");
+  return name;
+}
+
+namespace {
+std::string chunks_str(const std::vector<Chunk> &cs) {
+  std::string s = "(";
+  for (size_t i = 0; i < cs.size(); ++i) s += (i ? ", " : "") + cs[i].str();
+  return s + ")";
+}
+std::string storage_str(const std::vector<Chunk> &cs) {
+  std::string s;
+  for (size_t i = 0; i < cs.size(); ++i) s += (i ? "," : "") + std::to_string(cs[i].storage_bits);
+  return s;
+}
+}  // namespace
+
+std::string Plan::str() const {
+  std::ostringstream o;
+  o << "plan " << to_string(spec) << "\n";
+  o << "  kernel    " << kernel_name() << "\n";
+  o << "  mma       " << shape.str() << " int" << native_bits << " (rate " << mma_rate << " of int8 peak), "
+    << orientation_name(orient) << ": M=" << shape.m << " holds "
+    << (orient == Orientation::DenseOnM ? "the dense dimension" : "the V rows") << ", N=" << shape.n << " holds "
+    << (orient == Orientation::DenseOnM ? "the V rows" : "the dense dimension") << "\n";
+  o << "  lhs       " << spec.lhs.str() << " = " << chunks_str(lhs) << "  storage bits " << storage_str(lhs)
+    << (unpack_lhs() ? " (unpacked in registers)" : "") << "\n";
+  o << "  rhs       " << spec.rhs.str() << " = " << chunks_str(rhs) << "  storage bits " << storage_str(rhs)
+    << (unpack_rhs() ? " (unpacked in registers)" : "") << "\n";
+  o << "  stacking  " << stack_slots << " slot(s) of V=" << spec.v << " on the mma's " << v_side() << "-wide V side;";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    o << " g" << g << "={";
+    for (size_t i = 0; i < groups[g].lhs_chunks.size(); ++i) o << (i ? "," : "") << "lhs" << groups[g].lhs_chunks[i];
+    o << "}:" << (groups[g].is_signed ? "s" : "u");
+  }
+  o << "\n  exchange  ";
+  if (exchange.empty()) o << "none";
+  for (size_t i = 0; i < exchange.size(); ++i) o << (i ? ", " : "") << exchange[i].str();
+  o << "\n  terms     " << terms.size() << " term(s), " << mmas_per_step() << " mma(s) per k-step\n";
+  for (const Term &t : terms)
+    o << "    lhs" << t.lhs_chunk << " x rhs" << t.rhs_chunk << " << " << t.shift << "  g" << t.group << ".slot"
+      << t.slot << "  " << t.mma << "\n";
+  o << "  srbcrs    stride " << k_stride << ", two row pointers per row-block, pad column -1";
+  if (shuffle_b) {
+    o << ", 4-bit column shuffle [";
+    for (int i = 0; i < 8; ++i) o << (i ? " " : "") << shuffle[i];
+    o << "]";
+  }
+  o << "\n  bounds    max_exact_k " << max_exact_k << ", max_term_k " << max_term_k << "\n";
+  o << "  cost      " << cost << " (compute " << compute_cost << ", memory " << memory_cost << ")\n";
+  return o.str();
+}
+
+llvm::json::Value to_json(const Plan &p) {
+  auto chunks = [](const std::vector<Chunk> &cs) {
+    llvm::json::Array a;
+    for (const Chunk &c : cs)
+      a.push_back(llvm::json::Object{
+          {"lo_bit", c.lo_bit}, {"bits", c.bits}, {"signed", c.is_signed}, {"storage_bits", c.storage_bits}});
+    return a;
+  };
+  llvm::json::Array groups, terms, exchange, shuffle;
+  for (const StackGroup &g : p.groups) {
+    llvm::json::Array ch;
+    for (int c : g.lhs_chunks) ch.push_back(c);
+    groups.push_back(llvm::json::Object{{"lhs_chunks", std::move(ch)}, {"signed", g.is_signed}});
+  }
+  for (const Term &t : p.terms)
+    terms.push_back(llvm::json::Object{{"lhs_chunk", t.lhs_chunk}, {"rhs_chunk", t.rhs_chunk}, {"shift", t.shift},
+                                       {"group", t.group},         {"slot", t.slot},           {"mma", t.mma}});
+  for (const ExchangeStep &e : p.exchange)
+    exchange.push_back(llvm::json::Object{{"kind", e.kind == ExchangeStep::Reg ? "reg" : "lane"}, {"mask", e.mask}});
+  for (int s : p.shuffle) shuffle.push_back(s);
+  return llvm::json::Object{
+      {"spec", to_json(p.spec)},
+      {"opspec", to_string(p.spec)},
+      {"kernel", p.kernel_name()},
+      {"native_bits", p.native_bits},
+      {"mma_shape", llvm::json::Object{{"m", p.shape.m}, {"n", p.shape.n}, {"k", p.shape.k}}},
+      {"orientation", orientation_name(p.orient)},
+      {"mma_rate", p.mma_rate},
+      {"lhs_chunks", chunks(p.lhs)},
+      {"rhs_chunks", chunks(p.rhs)},
+      {"stack_slots", p.stack_slots},
+      {"stack_groups", std::move(groups)},
+      {"terms", std::move(terms)},
+      {"exchange", std::move(exchange)},
+      {"k_stride", p.k_stride},
+      {"shuffle_b", p.shuffle_b},
+      {"shuffle", std::move(shuffle)},
+      {"max_exact_k", p.max_exact_k},
+      {"max_term_k", p.max_term_k},
+      {"compute_cost", p.compute_cost},
+      {"memory_cost", p.memory_cost},
+      {"cost", p.cost},
+  };
+}
+
+}  // namespace magicube

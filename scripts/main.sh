@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: build, then show what the compiler does: plans for a few ops, and, where a
+# GPU is present, a bit-exact SpMM run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+./build/bin/magicube plan --op=spmm --lhs=s8 --rhs=s8 --v=8 --arch=sm_90
+./build/bin/magicube plan --op=spmm --lhs=s12 --rhs=u4 --v=4 --arch=sm_80
+./build/bin/magicube plan --op=sddmm --lhs=u3 --rhs=s7 --v=2 --arch=sm_90 --format=json

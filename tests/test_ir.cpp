@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include "compiler/ir.h"
+
+using namespace magicube;
+
+namespace {
+
+std::string error_of(llvm::Expected<OpSpec> r) {
+  if (r) return "";
+  return llvm::toString(r.takeError());
+}
+
+TEST(Ir, TextFormRoundTripsForEveryField) {
+  int n = 0;
+  for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
+    for (int lb = 1; lb <= 16; ++lb)
+      for (int rb = 1; rb <= 16; rb += 3)
+        for (int sg = 0; sg < 4; ++sg)
+          for (int v : {1, 2, 4, 8})
+            for (int bsn : {32, 64, 128})
+              for (bool pf : {false, true})
+                for (OutType out : {OutType::Int32, OutType::Int64, OutType::F32, OutType::F16, OutType::BF16})
+                  for (int arch : {80, 86, 89, 90}) {
+                    if ((++n) % 7) continue;  // a spread, not all 600k
+                    OpSpec s{op, {lb, bool(sg & 1)}, {rb, bool(sg & 2)}, v, bsn, pf, out, arch};
+                    std::string text = to_string(s);
+                    auto back = parse_opspec(text);
+                    ASSERT_TRUE(bool(back)) << text << ": " << llvm::toString(back.takeError());
+                    EXPECT_EQ(*back, s) << text;
+                    EXPECT_EQ(to_string(*back), text);
+                    auto js = opspec_from_json(to_json(s));
+                    ASSERT_TRUE(bool(js)) << llvm::toString(js.takeError());
+                    EXPECT_EQ(*js, s);
+                  }
+}
+
+TEST(Ir, PrintsTheDocumentedForm) {
+  OpSpec s{OpKind::SpMM, {8, true}, {4, false}, 8, 64, true, OutType::Int32, 90};
+  EXPECT_EQ(to_string(s), "spmm.s8xu4.v8.n64.pf.i32.sm_90");
+  s = {OpKind::SDDMM, {12, false}, {16, true}, 2, 128, false, OutType::BF16, 80};
+  EXPECT_EQ(to_string(s), "sddmm.u12xs16.v2.n128.nopf.bf16.sm_80");
+}
+
+TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
+  auto has = [](const std::string &msg, std::initializer_list<const char *> parts) {
+    for (const char *p : parts)
+      if (msg.find(p) == std::string::npos) return ::testing::AssertionFailure() << "'" << p << "' not in: " << msg;
+    return ::testing::AssertionSuccess();
+  };
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s0xs8.v8.n64.pf.i32.sm_90")), {"lhs", "0 bits", "1..16"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xu17.v8.n64.pf.i32.sm_90")), {"rhs", "17 bits", "1..16"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v3.n64.pf.i32.sm_90")), {"v", "V=3", "1, 2, 4, 8"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("gemm.s8xs8.v8.n64.pf.i32.sm_90")), {"op", "gemm", "spmm, sddmm"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.pf.i32.sm_75")), {"arch", "sm_75", "sm_80"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48.pf.i32.sm_90")), {"bsn", "48", "32, 64, 128"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.pf.i8.sm_90")), {"out", "i8", "int32"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.x8xs8.v8.n64.pf.i32.sm_90")), {"lhs", "x8"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8")), {"7 dot-separated fields"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.maybe.i32.sm_90")), {"prefetch", "maybe"}));
+  OpSpec bad;
+  bad.v = 16;
+  auto e = validate(bad);
+  ASSERT_TRUE(bool(e));
+  EXPECT_TRUE(has(llvm::toString(std::move(e)), {"V=16"}));
+  EXPECT_TRUE(has(error_of(opspec_from_json(llvm::json::Object{{"op", "spmm"}})), {"lhs"}));
+}
+
+TEST(Ir, HashIsStableAndDistinguishesSpecs) {
+  OpSpec a{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::Int32, 90};
+  OpSpec b = a;
+  EXPECT_EQ(stable_hash(a), stable_hash(b));
+  // FNV-1a 64 of "spmm.s8xs8.v8.n64.pf.i32.sm_90": the same in every process and build.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : std::string("spmm.s8xs8.v8.n64.pf.i32.sm_90")) h = (h ^ c) * 0x100000001b3ull;
+  EXPECT_EQ(stable_hash(a), h);
+  for (auto change : std::initializer_list<void (*)(OpSpec &)>{
+           [](OpSpec &s) { s.op = OpKind::SDDMM; }, [](OpSpec &s) { s.lhs.bits = 7; },
+           [](OpSpec &s) { s.rhs.is_signed = false; }, [](OpSpec &s) { s.v = 4; }, [](OpSpec &s) { s.bsn = 128; },
+           [](OpSpec &s) { s.prefetch = false; }, [](OpSpec &s) { s.out = OutType::F16; },
+           [](OpSpec &s) { s.arch = 80; }}) {
+    OpSpec c = a;
+    change(c);
+    EXPECT_NE(stable_hash(c), stable_hash(a)) << to_string(c);
+  }
+}
+
+}  // namespace
