@@ -1,0 +1,32 @@
+// Codegen: a plan becomes one flat, commented CUDA C++ source with inline PTX mma.sync.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/plan.h"
+
+namespace magicube {
+
+// Bumped whenever generated code changes meaning: part of every cache key.
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-3";
+
+struct KernelSource {
+  std::string name;    // the kernel's extern "C" name, e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
+  std::string source;  // complete CUDA C++ (no includes)
+  int threads = 128;   // threads per block
+  // Parameters, in order: row_ptr, col_idx, lhs planes (one per lhs chunk), rhs planes (one
+  // per rhs chunk), c, M, N, ldb.
+  int lhs_planes = 1, rhs_planes = 1;
+  // Grid for an M x N output: x = ceil(N / bsn), y = row-blocks.
+  int bsn = 64;
+  unsigned grid_x(long long n) const { return unsigned((n + bsn - 1) / bsn); }
+};
+
+// B planes are stored K x ldb with ldb = N rounded up to this many elements (zero padded),
+// so every gathered row segment is whole 16-byte pieces and needs no bounds checks.
+inline constexpr int kLdbAlign = 128;
+
+llvm::Expected<KernelSource> generate(const Plan &plan);
+
+}  // namespace magicube

@@ -1,0 +1,7 @@
+// The CUDA templates of templates/, embedded at build time (templates/CMakeLists.txt).
+#pragma once
+
+namespace magicube {
+extern const char *const kTemplate_fragments_cuh;  // templates/fragments.cuh
+extern const char *const kTemplate_spmm_cu;        // templates/spmm.cu
+}  // namespace magicube

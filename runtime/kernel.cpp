@@ -1,0 +1,124 @@
+#include "runtime/kernel.h"
+
+#include "cache/cache_key.h"
+#include "cache/compile_cache.h"
+#include "cache/memory_cache.h"
+#include "cache/nvrtc.h"
+#include "compiler/log.h"
+#include "compiler/planner.h"
+
+namespace magicube {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+MemoryCache<SpmmKernel> &loaded_kernels() {
+  static MemoryCache<SpmmKernel> cache;
+  return cache;
+}
+}  // namespace
+
+llvm::Expected<int> target_arch(const Plan &plan, int device_cc) {
+  if (device_cc < plan.spec.arch)
+    return err("the plan is for " + llvm::Twine(arch_name(plan.spec.arch)) + " but the device is " +
+               llvm::Twine(arch_name(device_cc)) + ": plan for the device's arch");
+  return device_cc;
+}
+
+std::string canonical_plan(const Plan &plan) {
+  std::string s;
+  llvm::raw_string_ostream(s) << to_json(plan);
+  return s;
+}
+
+llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch) {
+  CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(plan), "", arch, nvrtc_version());
+  return CompileCache::process().get_cubin(
+      key, arch, [&]() -> llvm::Expected<std::string> { return src.source; }, src.name + ".cu");
+}
+
+llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout) {
+  DeviceLhs d;
+  auto rp = DeviceBuffer::from(a.row_ptr);
+  if (!rp) return rp.takeError();
+  auto ci = DeviceBuffer::from(a.col_idx);
+  if (!ci) return ci.takeError();
+  d.row_ptr = std::move(*rp);
+  d.col_idx = std::move(*ci);
+  for (const Plane &p : a.planes) {
+    auto buf = DeviceBuffer::from(p);
+    if (!buf) return buf.takeError();
+    d.planes.push_back(std::move(*buf));
+  }
+  d.rows = layout.rows;
+  d.cols = layout.cols;
+  d.num_blocks = layout.num_blocks();
+  d.max_block_length = layout.max_block_length;
+  return d;
+}
+
+llvm::Expected<DeviceRhs> upload(const PackedRhs &b) {
+  DeviceRhs d;
+  for (const Plane &p : b.planes) {
+    auto buf = DeviceBuffer::from(p);
+    if (!buf) return buf.takeError();
+    d.planes.push_back(std::move(*buf));
+  }
+  d.k = b.k;
+  d.n = b.n;
+  d.ldb = b.ldb;
+  return d;
+}
+
+llvm::Error SpmmKernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const {
+  if (a.planes.size() != plan_.lhs.size() || b.planes.size() != plan_.rhs.size())
+    return err("spmm: operands were packed for another plan (" + llvm::Twine(a.planes.size()) + " lhs and " +
+               llvm::Twine(b.planes.size()) + " rhs planes, the plan has " + llvm::Twine(plan_.lhs.size()) + " and " +
+               llvm::Twine(plan_.rhs.size()) + ")");
+  if (a.cols != b.k)
+    return err("spmm: A is " + llvm::Twine(a.rows) + " x " + llvm::Twine(a.cols) + " but B has " + llvm::Twine(b.k) +
+               " rows");
+  if (auto e = check_reduction_length(plan_, a.max_block_length)) return e;
+  if (a.num_blocks == 0 || b.n == 0) return llvm::Error::success();
+  if (a.num_blocks > 65535) return err("spmm: " + llvm::Twine(a.num_blocks) + " row-blocks exceed the grid's 65535");
+  std::vector<CUdeviceptr> ptrs;
+  ptrs.push_back(a.row_ptr.ptr());
+  ptrs.push_back(a.col_idx.ptr());
+  for (const DeviceBuffer &p : a.planes) ptrs.push_back(p.ptr());
+  for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
+  ptrs.push_back(c);
+  int m = int(a.rows), n = int(b.n), ldb = int(b.ldb);
+  std::vector<void *> args;
+  for (CUdeviceptr &p : ptrs) args.push_back(&p);
+  args.push_back(&m);
+  args.push_back(&n);
+  args.push_back(&ldb);
+  Dim3 grid{src_.grid_x(b.n), unsigned(a.num_blocks), 1};
+  Dim3 block{unsigned(src_.threads), 1, 1};
+  return magicube::launch(fn_, grid, block, 0, stream, args.data());
+}
+
+llvm::Expected<std::shared_ptr<const SpmmKernel>> SpmmKernel::get(const Context &ctx, const Plan &plan) {
+  auto arch = target_arch(plan, ctx.compute_capability());
+  if (!arch) return arch.takeError();
+  std::string key = make_cache_key(kGeneratorVersion, canonical_plan(plan), "", *arch, nvrtc_version()).hex;
+  if (auto hit = loaded_kernels().get(ctx.get(), key)) return std::shared_ptr<const SpmmKernel>(hit);
+  auto src = generate(plan);
+  if (!src) return src.takeError();
+  auto cubin = kernel_cubin(plan, *src, *arch);
+  if (!cubin) return cubin.takeError();
+  auto module = Module::load(*cubin);
+  if (!module) return module.takeError();
+  auto k = std::make_shared<SpmmKernel>();
+  k->plan_ = plan;
+  k->src_ = std::move(*src);
+  k->arch_ = *arch;
+  k->module_ = std::make_shared<Module>(std::move(*module));
+  auto fn = k->module_->function(k->src_.name);
+  if (!fn) return fn.takeError();
+  k->fn_ = *fn;
+  log().debug("loaded {} for sm_{}", k->src_.name, *arch);
+  return std::shared_ptr<const SpmmKernel>(loaded_kernels().put(ctx.get(), key, k));
+}
+
+}  // namespace magicube

@@ -1,0 +1,59 @@
+// A compiled, loaded kernel and how to get one: plan -> source -> cubin (memory cache, disk
+// cache, NVRTC) -> module in the current context (per-context memory cache).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "compiler/codegen.h"
+#include "compiler/plan.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/packing.h"
+
+namespace magicube {
+
+// The cubin target for a plan on a device: the device's own arch. A plan for an older arch
+// runs on a newer device (e.g. an sm_80 int4 plan on sm_90); the reverse is refused.
+llvm::Expected<int> target_arch(const Plan &plan, int device_cc);
+
+// The cache key's canonical IR: the plan's JSON (every chunk, term and layout decision).
+std::string canonical_plan(const Plan &plan);
+
+// Cubin of `plan` compiled for `arch`, through the process's compile cache.
+llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch);
+
+// A's and B's packed planes on the device.
+struct DeviceLhs {
+  DeviceBuffer row_ptr, col_idx;
+  std::vector<DeviceBuffer> planes;
+  int64_t rows = 0, cols = 0, num_blocks = 0, max_block_length = 0;
+};
+struct DeviceRhs {
+  std::vector<DeviceBuffer> planes;
+  int64_t k = 0, n = 0, ldb = 0;
+};
+llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout);
+llvm::Expected<DeviceRhs> upload(const PackedRhs &b);
+
+class SpmmKernel {
+ public:
+  const Plan &plan() const { return plan_; }
+  const KernelSource &source() const { return src_; }
+  CUfunction function() const { return fn_; }
+  int arch() const { return arch_; }
+  // C (M x N row-major, int32 or int64 per the plan) = A x B on `stream`; asynchronous.
+  // Refused when shapes disagree or the reduction length exceeds the plan's bound.
+  llvm::Error launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const;
+
+  // Loaded in the current context, from the per-context memory cache when present.
+  static llvm::Expected<std::shared_ptr<const SpmmKernel>> get(const Context &ctx, const Plan &plan);
+
+ private:
+  Plan plan_;
+  KernelSource src_;
+  std::shared_ptr<Module> module_;
+  CUfunction fn_ = nullptr;
+  int arch_ = 0;
+};
+
+}  // namespace magicube

@@ -1,0 +1,49 @@
+#include "runtime/packing.h"
+
+#include "compiler/codegen.h"
+#include "compiler/plan_interpreter.h"
+
+namespace magicube {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+}  // namespace
+
+Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c) {
+  if (c.storage_bits == 8) {
+    Plane p(values.size());
+    for (size_t i = 0; i < values.size(); ++i) p[i] = uint8_t(chunk_value(values[i], c) & 0xff);
+    return p;
+  }
+  Plane p((values.size() + 1) / 2, 0);
+  for (size_t i = 0; i < values.size(); ++i) p[i / 2] |= uint8_t((chunk_value(values[i], c) & 0xf) << (4 * (i & 1)));
+  return p;
+}
+
+llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan) {
+  if (a.v != plan.spec.v || a.stride != plan.k_stride || a.shuffled != plan.shuffle_b)
+    return err("pack: the SR-BCRS layout (V=" + llvm::Twine(a.v) + ", stride " + llvm::Twine(a.stride) +
+               ") was not built for this plan (V=" + llvm::Twine(plan.spec.v) + ", stride " + llvm::Twine(plan.k_stride) + ")");
+  if (a.num_slots() > INT32_MAX / 16) return err("pack: too many vector slots for 32-bit indices");
+  if (auto e = check_range(a, plan.spec.lhs, "lhs A")) return e;
+  PackedLhs p;
+  p.row_ptr.assign(a.row_ptr.begin(), a.row_ptr.end());
+  p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
+  for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(a.values, c));
+  return p;
+}
+
+llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan) {
+  if (auto e = check_range_dense(b, k, n, false, plan.spec.rhs, "rhs B")) return e;
+  PackedRhs p;
+  p.k = k;
+  p.n = n;
+  p.ldb = (n + kLdbAlign - 1) / kLdbAlign * kLdbAlign;
+  std::vector<int64_t> padded(k * p.ldb, 0);
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) padded[r * p.ldb + c] = b[r * n + c];
+  for (const Chunk &c : plan.rhs) p.planes.push_back(pack_plane(padded, c));
+  return p;
+}
+
+}  // namespace magicube

@@ -1,0 +1,35 @@
+// Packing: values of any declared width become the chunk planes a plan asks for. A plane
+// holds one chunk per element: 8-bit storage one byte per element, 4-bit storage two
+// elements per byte (the even element in the low nibble).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/plan.h"
+#include "runtime/srbcrs.h"
+
+namespace magicube {
+
+using Plane = std::vector<uint8_t>;
+
+// One plane of chunk `c` over `values` (in element order).
+Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c);
+
+// A's SR-BCRS as the kernel reads it: int32 row pointers and column indices, one plane per
+// lhs chunk in the SR-BCRS value layout. Values outside the lhs type are refused.
+struct PackedLhs {
+  std::vector<int32_t> row_ptr, col_idx;
+  std::vector<Plane> planes;
+};
+llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan);
+
+// B (K x N, row-major) as one plane per rhs chunk, K x ldb with ldb = N rounded up to
+// kLdbAlign (zero padded). Values outside the rhs type are refused.
+struct PackedRhs {
+  int64_t k = 0, n = 0, ldb = 0;
+  std::vector<Plane> planes;
+};
+llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan);
+
+}  // namespace magicube

@@ -1,0 +1,39 @@
+// ---------------------------------------------------------------------------------------
+// Device helpers shared by every generated kernel (templates/fragments.cuh).
+// Chunk planes hold one native-width chunk of an operand per element: 8-bit storage is one
+// byte per element, 4-bit storage two elements per byte (the even element in the low nibble).
+// ---------------------------------------------------------------------------------------
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+// One element of a packed plane, sign-extended when the chunk is signed.
+__device__ __forceinline__ int mc_elem8(const unsigned char *p, int i, bool sgn) {
+  int x = p[i];
+  return sgn ? (int)(signed char)x : x;
+}
+__device__ __forceinline__ int mc_elem4(const unsigned char *p, int i, bool sgn) {
+  int x = (p[i >> 1] >> ((i & 1) * 4)) & 15;
+  return sgn ? ((x ^ 8) - 8) : x;
+}
+
+// Four 4-bit elements (16 bits, element 0 lowest) widened to four bytes.
+__device__ __forceinline__ u32 mc_widen4to8(u32 x, bool sgn) {
+  u32 r = 0;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    int v = (x >> (4 * e)) & 15;
+    if (sgn) v = (v ^ 8) - 8;
+    r |= (u32)(v & 255) << (8 * e);
+  }
+  return r;
+}
+
+// Packs values into an mma operand register: 4 bytes (int8 mma) or 8 nibbles (int4 mma).
+__device__ __forceinline__ u32 mc_pack8(int v0, int v1, int v2, int v3) {
+  return (u32)(v0 & 255) | ((u32)(v1 & 255) << 8) | ((u32)(v2 & 255) << 16) | ((u32)(v3 & 255) << 24);
+}
+__device__ __forceinline__ u32 mc_pack4(int v0, int v1, int v2, int v3, int v4, int v5, int v6, int v7) {
+  return (u32)(v0 & 15) | ((u32)(v1 & 15) << 4) | ((u32)(v2 & 15) << 8) | ((u32)(v3 & 15) << 12) |
+         ((u32)(v4 & 15) << 16) | ((u32)(v5 & 15) << 20) | ((u32)(v6 & 15) << 24) | ((u32)(v7 & 15) << 28);
+}

@@ -1,0 +1,178 @@
+// SpMM on the GPU is bit-exact against the int64 reference: a grid of widths 1..16, both
+// signednesses, V in {1,2,4,8}, prefetch on/off, every candidate plan (both mma
+// orientations, sm_80 int4 plans run on newer GPUs too), awkward shapes, and DLMC matrices.
+// Skips with a one-line reason where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+#include "compiler/planner.h"
+#include "runtime/kernel.h"
+#include "runtime/reference.h"
+#include "runtime/smtx.h"
+#include "tests/gpu/gpu_env.h"
+#include "tests/test_util.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace magicube;
+using magicube::testing::random_dense;
+using magicube::testing::random_vector_sparse;
+
+namespace {
+
+// Runs plan `p` on A x B and compares with the reference. Returns a failure description.
+std::string run_and_compare(Context &ctx, const Plan &p, const VectorSparse &a, const std::vector<int64_t> &b,
+                            int64_t n) {
+  auto layout = build_srbcrs(a, p);
+  if (!layout) return llvm::toString(layout.takeError());
+  auto pa = pack_lhs(*layout, p);
+  if (!pa) return llvm::toString(pa.takeError());
+  auto pb = pack_rhs(b, a.cols, n, p);
+  if (!pb) return llvm::toString(pb.takeError());
+  auto da = upload(*pa, *layout);
+  if (!da) return llvm::toString(da.takeError());
+  auto db = upload(*pb);
+  if (!db) return llvm::toString(db.takeError());
+  bool i64 = p.spec.out != OutType::Int32;
+  size_t elem = i64 ? 8 : 4;
+  auto c = DeviceBuffer::allocate(std::max<size_t>(1, a.rows * n * elem));
+  if (!c) return llvm::toString(c.takeError());
+  if (auto e = c->memset(0xAB)) return llvm::toString(std::move(e));  // poison: every element must be written
+  auto k = SpmmKernel::get(ctx, p);
+  if (!k) return llvm::toString(k.takeError());
+  if (auto e = (*k)->launch(*da, *db, c->ptr(), nullptr)) return llvm::toString(std::move(e));
+  if (auto e = ctx.synchronize()) return llvm::toString(std::move(e));
+  std::vector<int64_t> got(a.rows * n);
+  if (i64) {
+    auto h = c->download<int64_t>(a.rows * n);
+    if (!h) return llvm::toString(h.takeError());
+    got = *h;
+  } else {
+    auto h = c->download<int32_t>(a.rows * n);
+    if (!h) return llvm::toString(h.takeError());
+    for (size_t i = 0; i < got.size(); ++i) got[i] = (*h)[i];
+  }
+  std::vector<int64_t> want = reference_spmm(a, b, n);
+  for (size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i])
+      return "C[" + std::to_string(i / n) + ", " + std::to_string(i % n) + "] = " + std::to_string(got[i]) +
+             ", expected " + std::to_string(want[i]) + "\n" + p.str();
+  return "";
+}
+
+// Compiles every plan's cubin on all host cores first (NVRTC is the slow part).
+void precompile(Context &ctx, const std::vector<Plan> &plans) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  for (unsigned t = 0; t < n; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < plans.size();) {
+        auto arch = target_arch(plans[i], ctx.compute_capability());
+        if (!arch) continue;
+        auto src = generate(plans[i]);
+        if (!src) continue;
+        (void)!kernel_cubin(plans[i], *src, *arch);  // errors show again at the real call
+      }
+    });
+  for (auto &t : pool) t.join();
+}
+
+struct Case {
+  Plan plan;
+  int64_t m, k, n;
+};
+
+void run_cases(Context &ctx, std::vector<Case> cases, uint64_t seed) {
+  std::vector<Plan> plans;
+  for (auto &c : cases) plans.push_back(c.plan);
+  precompile(ctx, plans);
+  std::mt19937_64 rng(seed);
+  int failures = 0;
+  for (const Case &c : cases) {
+    const OpSpec &s = c.plan.spec;
+    int64_t bound = s.out == OutType::Int32 ? c.plan.max_exact_k : c.plan.max_term_k;
+    VectorSparse a = random_vector_sparse(rng, c.m, c.k, s.v, std::min<int64_t>(c.k, bound), s.lhs);
+    std::vector<int64_t> b = random_dense(rng, c.k * c.n, s.rhs);
+    std::string f = run_and_compare(ctx, c.plan, a, b, c.n);
+    if (!f.empty()) {
+      ADD_FAILURE() << to_string(s) << " M=" << c.m << " K=" << c.k << " N=" << c.n << ": " << f;
+      if (++failures >= 5) return;
+    }
+  }
+}
+
+const std::pair<ElemType, ElemType> kTypes[] = {
+    {{8, true}, {8, true}},  {{8, true}, {4, false}}, {{4, true}, {4, true}},  {{16, true}, {8, true}},
+    {{16, true}, {16, true}}, {{12, true}, {4, true}}, {{5, true}, {3, false}}, {{1, false}, {16, true}},
+    {{3, false}, {7, true}}, {{16, false}, {2, true}}, {{6, false}, {6, true}}, {{8, false}, {8, false}}};
+
+TEST(SpmmGpu, EveryCandidatePlanOnAwkwardShapes) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::vector<Case> cases;
+  for (int arch : {90, 80})
+    for (auto [l, r] : kTypes)
+      for (int v : {1, 2, 4, 8})
+        for (bool pf : {true, false})
+          for (OutType out : {OutType::Int32, OutType::Int64}) {
+            if (out == OutType::Int32 && max_exact_k(l, r) == 0) continue;
+            int bsn = (v + int(pf)) % 3 == 0 ? 32 : (v % 2 ? 128 : 64);
+            auto ps = plan_candidates(OpSpec{OpKind::SpMM, l, r, v, bsn, pf, out, arch});
+            ASSERT_TRUE(bool(ps)) << llvm::toString(ps.takeError());
+            for (const Plan &p : *ps) cases.push_back({p, 77, 301, 200});
+          }
+  run_cases(*ctx, cases, 11);
+}
+
+TEST(SpmmGpu, EveryWidthPairBothSignednesses) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::vector<Case> cases;
+  int i = 0;
+  for (int lb = 1; lb <= 16; ++lb)
+    for (int rb = 1; rb <= 16; ++rb)
+      for (int sg = 0; sg < 4; ++sg) {
+        ElemType l{lb, bool(sg & 1)}, r{rb, bool(sg & 2)};
+        int v = 1 << (i++ % 4);  // V cycles through 1, 2, 4, 8
+        OutType out = max_exact_k(l, r) ? OutType::Int32 : OutType::Int64;
+        auto p = plan(OpSpec{OpKind::SpMM, l, r, v, 64, bool(i % 2), out, 90});
+        ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+        cases.push_back({*p, 37, 70, 45});
+      }
+  run_cases(*ctx, cases, 12);
+}
+
+// DLMC ResNet-50 matrices dilated by V, from MAGICUBE_DLMC_DIR (an unpacked tree or a folder
+// of .smtx files).
+TEST(SpmmGpu, DlmcMatrices) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  const char *dir = std::getenv("MAGICUBE_DLMC_DIR");
+  if (!dir) GTEST_SKIP() << "MAGICUBE_DLMC_DIR not set (a folder of DLMC .smtx files)";
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::sys::path::extension(it->path()) == ".smtx") files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) GTEST_SKIP() << "no .smtx files under " << dir;
+  if (files.size() > 12) files.resize(12);
+  std::mt19937_64 rng(13);
+  for (const std::string &f : files)
+    for (auto [l, r] : {std::pair<ElemType, ElemType>{{8, true}, {8, true}}, {{8, true}, {4, false}}, {{16, true}, {8, true}},
+                        {{4, true}, {4, true}}})
+      for (int v : {2, 8}) {
+        auto pat = read_smtx(f);
+        ASSERT_TRUE(bool(pat)) << llvm::toString(pat.takeError());
+        VectorSparse a = dilate(*pat, v, [&] { return magicube::testing::draw(rng, l); });
+        OutType out = a.max_block_length() <= max_exact_k(l, r) ? OutType::Int32 : OutType::Int64;
+        auto p = plan(OpSpec{OpKind::SpMM, l, r, v, 64, true, out, 90});
+        ASSERT_TRUE(bool(p));
+        int64_t n = 256;
+        std::vector<int64_t> b = random_dense(rng, a.cols * n, r);
+        std::string fail = run_and_compare(*ctx, *p, a, b, n);
+        ASSERT_TRUE(fail.empty()) << f << " V=" << v << ": " << fail;
+      }
+}
+
+}  // namespace
