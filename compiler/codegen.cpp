@@ -68,6 +68,7 @@ struct Gen {
   }
 
   bool dense_on_m() const { return p.orient == Orientation::DenseOnM; }
+  bool sddmm() const { return p.spec.op == OpKind::SDDMM; }
   int row_bytes(const Chunk &c) const { return p.spec.bsn * c.storage_bits / 8; }
   int pitch(const Chunk &c) const { return row_bytes(c) + 16; }  // +16 bytes: conflict-free columns
 
@@ -89,20 +90,24 @@ struct Gen {
     }() + "u >> ((" + kk + ") & 7) * 4) & 7))";
   }
 
-  // Expression of one register of lhs chunk fragments for (slot, r, k0): KPR consecutive
-  // k-values of row r of lhs chunk `li` in the current stride, straight from global memory.
-  std::string lhs_reg(int li, const std::string &r, const std::string &k0) const {
-    const Chunk &c = p.lhs[li];
-    std::string idx = "(s * V + (" + r + ") * KS + (" + k0 + "))";  // element index in the value layout
-    std::string plane = "a" + S(li);
+  // One operand register of KPR consecutive k-values of a chunk plane starting at element
+  // `idx` (contiguous in memory): one aligned 32-bit load, or a 16-bit load of four 4-bit
+  // elements widened to bytes for the int8 mma.
+  std::string load_reg(const std::string &plane, const Chunk &c, const std::string &idx) const {
     if (c.storage_bits == p.native_bits) {
-      // 4 bytes (int8) or 8 nibbles (int4): one aligned 32-bit load
       if (c.storage_bits == 8) return "__ldg((const u32 *)(" + plane + " + " + idx + "))";
-      return "__ldg((const u32 *)(" + plane + " + " + idx + " / 2))";
+      return "__ldg((const u32 *)(" + plane + " + (" + idx + ") / 2))";
     }
-    // 4-bit storage widened to bytes for the int8 mma
-    return "mc_widen4to8(__ldg((const u16 *)(" + plane + " + " + idx + " / 2)), " + (c.is_signed ? "true" : "false") +
+    return "mc_widen4to8(__ldg((const u16 *)(" + plane + " + (" + idx + ") / 2)), " + (c.is_signed ? "true" : "false") +
            ")";
+  }
+
+  // One register of lhs chunk `li` for V-row r at k-offset k0: SpMM reads the stride's
+  // row-major SR-BCRS values, SDDMM the dense A row (K contiguous, pitch ldk).
+  std::string lhs_reg(int li, const std::string &r, const std::string &k0) const {
+    std::string idx = sddmm() ? "(long long)(blk * V + " + r + ") * ldk + kb + " + k0
+                              : "s * V + (" + r + ") * KS + " + k0;
+    return load_reg("a" + S(li), p.lhs[li], idx);
   }
 
   // Expression of one element of rhs chunk j from shared memory (row = stored slot, col).
@@ -114,6 +119,7 @@ struct Gen {
   }
 
   std::string rhs_reg(int j, const std::string &k0, const std::string &col) const {
+    if (sddmm()) return load_reg("b" + S(j), p.rhs[j], "(long long)(" + col + ") * ldk + kb + " + k0);
     std::string args;
     for (int e = 0; e < kpr; ++e) args += (e ? ", " : "") + rhs_elem(j, slot_of(k0 + " + " + S(e)), col);
     return (p.native_bits == 8 ? "mc_pack8(" : "mc_pack4(") + args + ")";
@@ -162,22 +168,42 @@ struct Gen {
     }
   }
 
-  void fragments_and_mmas() {
+  // Registers of the lhs stack operand of every group, named <name><g>[i]: the mma's B
+  // operand (N side) when the dense dimension is on M, else its A operand (M side).
+  void lhs_frags(const std::string &name, bool declare, const std::string &indent = "    ") {
+    const MmaShape &sh = p.shape;
+    const int n = dense_on_m() ? b_regs(sh, p.native_bits) : a_regs(sh, p.native_bits);
+    const std::string half = S(sh.k / 2);
+    for (size_t g = 0; g < p.groups.size(); ++g) {
+      if (declare)
+        b << indent << "u32 " << name << g << "[" << n << "];  // group " << g << ": lhs chunks stacked on the mma's "
+          << (dense_on_m() ? "N" : "M") << " side\n";
+      for (int i = 0; i < n; ++i) {
+        std::string vrow, k0;
+        if (dense_on_m()) {
+          vrow = "gid";
+          k0 = "tig * " + S(kpr) + (sh.m == 16 ? " + " + half + " * " + S(i) : "");
+        } else {
+          vrow = sh.m == 16 ? "gid + " + S(8 * (i & 1)) : "gid";
+          k0 = "tig * " + S(kpr) + (sh.m == 16 ? " + " + half + " * " + S(i >> 1) : "");
+        }
+        b << indent << name << g << "[" << i << "] = " << lhs_stack_reg(int(g), vrow, k0) << ";\n";
+      }
+    }
+  }
+
+  // Registers of every rhs chunk and the mmas of every (group, rhs chunk, tile).
+  void rhs_frags_and_mmas(const std::string &lhs) {
     const MmaShape &sh = p.shape;
     const int na = a_regs(sh, p.native_bits), nb = b_regs(sh, p.native_bits);
-    const std::string half = S(p.shape.k / 2);
+    const std::string half = S(sh.k / 2);
     if (dense_on_m()) {
-      // mma B operand = lhs stack (k x 8, column n = V-side row gid); A = rhs (16 x k).
-      for (size_t g = 0; g < p.groups.size(); ++g) {
-        b << "    u32 lf" << g << "[" << nb << "];  // group " << g << ": lhs chunks stacked on the mma's N side\n";
-        for (int i = 0; i < nb; ++i)
-          b << "    lf" << g << "[" << i << "] = " << lhs_stack_reg(int(g), "gid", "tig * " + S(kpr) + " + " + half + " * " + S(i))
-            << ";\n";
-      }
       for (size_t j = 0; j < p.rhs.size(); ++j) {
         b << "    u32 rf" << j << "[" << na << "];  // rhs chunk " << j << " transposed: row = dense column\n";
         for (int i = 0; i < na; ++i) {
-          std::string row = sh.m == 16 ? "nw + gid + " + S(8 * (i & 1)) : "nw + gid";
+          // SpMM: the dense column in shared memory; SDDMM: the B column of this row's vector
+          std::string row = sddmm() ? "cv" + S(sh.m == 16 ? (i & 1) : 0)
+                                    : (sh.m == 16 ? "nw + gid + " + S(8 * (i & 1)) : "nw + gid");
           std::string k0 = "tig * " + S(kpr) + (sh.m == 16 ? " + " + half + " * " + S(i >> 1) : "");
           b << "    rf" << j << "[" << i << "] = " << rhs_reg(int(j), k0, row) << ";\n";
         }
@@ -186,26 +212,17 @@ struct Gen {
         if (t.slot != 0) continue;  // one mma per (group, rhs chunk)
         bool a_s = p.rhs[t.rhs_chunk].is_signed, b_s = p.groups[t.group].is_signed;
         b << "    " << wrapper_name(sh, p.native_bits, a_s, b_s) << "(acc_g" << t.group << "_r" << t.rhs_chunk << "_t0, rf"
-          << t.rhs_chunk << ", lf" << t.group << ");\n";
+          << t.rhs_chunk << ", " << lhs << t.group << ");\n";
       }
     } else {
-      // mma A operand = lhs stack (V side on M); B = rhs (k x 8 dense columns per tile).
-      for (size_t g = 0; g < p.groups.size(); ++g) {
-        b << "    u32 lf" << g << "[" << na << "];  // group " << g << ": lhs chunks stacked on the mma's M side\n";
-        for (int i = 0; i < na; ++i) {
-          std::string vrow = sh.m == 16 ? "gid + " + S(8 * (i & 1)) : "gid";
-          std::string k0 = "tig * " + S(kpr) + (sh.m == 16 ? " + " + half + " * " + S(i >> 1) : "");
-          b << "    lf" << g << "[" << i << "] = " << lhs_stack_reg(int(g), vrow, k0) << ";\n";
-        }
-      }
       for (size_t j = 0; j < p.rhs.size(); ++j)
         for (int t = 0; t < tiles; ++t) {
           b << "    u32 rf" << j << "_t" << t << "[" << nb << "];  // rhs chunk " << j << ", dense columns nw+" << 8 * t
             << "..+7\n";
           for (int i = 0; i < nb; ++i) {
-            std::string k0 = "tig * " + S(kpr) + (sh.n == 8 && sh.m == 16 ? " + " + half + " * " + S(i) : "");
-            b << "    rf" << j << "_t" << t << "[" << i << "] = " << rhs_reg(int(j), k0, "nw + " + S(8 * t) + " + gid")
-              << ";\n";
+            std::string k0 = "tig * " + S(kpr) + (sh.m == 16 ? " + " + half + " * " + S(i) : "");
+            b << "    rf" << j << "_t" << t << "[" << i << "] = "
+              << rhs_reg(int(j), k0, sddmm() ? "cv" + S(t) : "nw + " + S(8 * t) + " + gid") << ";\n";
           }
         }
       for (const Term &term : p.terms) {
@@ -213,9 +230,14 @@ struct Gen {
         bool a_s = p.groups[term.group].is_signed, b_s = p.rhs[term.rhs_chunk].is_signed;
         for (int t = 0; t < tiles; ++t)
           b << "    " << wrapper_name(sh, p.native_bits, a_s, b_s) << "(acc_g" << term.group << "_r" << term.rhs_chunk
-            << "_t" << t << ", lf" << term.group << ", rf" << term.rhs_chunk << "_t" << t << ");\n";
+            << "_t" << t << ", " << lhs << term.group << ", rf" << term.rhs_chunk << "_t" << t << ");\n";
       }
     }
+  }
+
+  void fragments_and_mmas() {
+    lhs_frags("lf", true);
+    rhs_frags_and_mmas("lf");
   }
 
   void epilogue() {
@@ -264,11 +286,63 @@ struct Gen {
         b << "      const int vidx = ccol, col = n_base + nw + crow;\n";
       else
         b << "      const int vidx = crow, col = n_base + nw + " << 8 * t << " + ccol;\n";
-      b << "      const int row = blk * V + vidx;\n";
-      b << "      if (vidx < V && row < M && col < N) c[(long long)row * N + col] = (" << (i64 ? "long long" : "int")
-        << ")tot[i];\n";
+      if (sddmm()) {
+        // col is the vector's position in this row-block's list
+        b << "      const int q = begin + col;  // the vector's slot\n";
+        b << "      if (vidx < V && q < qend && blk * V + vidx < M)\n";
+        b << "        c[bcrs_ptr ? ((long long)bcrs_ptr[blk] + q - begin) * V + vidx\n";
+        b << "                   : (long long)(q / out_stride) * out_stride * V + vidx * out_stride + q % out_stride] = ("
+          << (i64 ? "long long" : "int") << ")tot[i];\n";
+      } else {
+        b << "      const int row = blk * V + vidx;\n";
+        b << "      if (vidx < V && row < M && col < N) c[(long long)row * N + col] = (" << (i64 ? "long long" : "int")
+          << ")tot[i];\n";
+      }
       b << "    }\n  }\n";
     }
+  }
+
+  std::string sddmm_body() {
+    const int nc = c_regs(p.shape);
+    b << "  // ---- the B columns of this warp's vectors (rows past the list read column 0, unwritten) ----\n";
+    b << "  const int qa = begin + n_base + nw + gid;\n";
+    b << "  const int cv0 = qa < qend ? max(col_idx[qa], 0) : 0;\n";
+    b << "  const int cv1 = qa + 8 < qend ? max(col_idx[qa + 8], 0) : 0;\n";
+    b << "  (void)cv1;\n";
+    b << "  // ---- int32 accumulators, one mma tile per (stack group, rhs chunk, tile) ----\n";
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      for (size_t j = 0; j < p.rhs.size(); ++j)
+        for (int t = 0; t < tiles; ++t)
+          b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
+    if (p.spec.prefetch) {
+      const int n = dense_on_m() ? b_regs(p.shape, p.native_bits) : a_regs(p.shape, p.native_bits);
+      for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << n << "];  // group " << g << ", k-step 0\n";
+      b << "  {\n    const int kb = 0;\n";
+      lhs_frags("lf", false);
+      b << "  }\n";
+    }
+    b << "  for (int kb = 0; kb < K; kb += KS) {\n";
+    if (p.spec.prefetch) {
+      b << "    // 1. prefetch A's next k-step while this one computes\n";
+      const int n = dense_on_m() ? b_regs(p.shape, p.native_bits) : a_regs(p.shape, p.native_bits);
+      for (size_t g = 0; g < p.groups.size(); ++g) b << "    u32 ln" << g << "[" << n << "];\n";
+      b << "    const int kn = kb + KS;\n    if (kn < K) {\n      const int kb = kn;\n";
+      lhs_frags("ln", false, "      ");
+      b << "    }\n";
+      b << "    // 2. B columns and mmas\n";
+      rhs_frags_and_mmas("lf");
+      b << "    if (kn < K) {\n";
+      for (size_t g = 0; g < p.groups.size(); ++g)
+        b << "      #pragma unroll\n      for (int i = 0; i < " << n << "; ++i) lf" << g << "[i] = ln" << g << "[i];\n";
+      b << "    }\n";
+    } else {
+      b << "    // 1. A's V rows, 2. B columns and mmas\n";
+      lhs_frags("lf", true);
+      rhs_frags_and_mmas("lf");
+    }
+    b << "  }\n";
+    epilogue();
+    return b.str();
   }
 
   std::string body() {
@@ -315,9 +389,9 @@ struct Gen {
 }  // namespace
 
 llvm::Expected<KernelSource> generate(const Plan &p) {
-  if (p.spec.op != OpKind::SpMM) return err("codegen: " + llvm::Twine(op_name(p.spec.op)) + " is not generated yet");
   if (p.spec.out != OutType::Int32 && p.spec.out != OutType::Int64)
     return err("codegen: output type " + llvm::Twine(out_name(p.spec.out)) + " is not generated yet");
+  const bool sddmm = p.spec.op == OpKind::SDDMM;
   Gen gen(p);
   KernelSource ks;
   ks.name = p.kernel_name();
@@ -341,24 +415,25 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   }
   src << "\n";
 
-  std::string params = "                const int *__restrict__ col_idx,  // per slot; -1 pads\n";
+  const std::string ind = "                ";
+  std::string params = ind + "const int *__restrict__ col_idx,  // per slot; -1 pads\n";
   for (size_t i = 0; i < p.lhs.size(); ++i)
-    params += "                const unsigned char *__restrict__ a" + S(i) + ",  // lhs chunk " + p.lhs[i].str() +
-              ", " + S(p.lhs[i].storage_bits) + "-bit, SR-BCRS value layout\n";
+    params += ind + "const unsigned char *__restrict__ a" + S(i) + ",  // lhs chunk " + p.lhs[i].str() + ", " +
+              S(p.lhs[i].storage_bits) + (sddmm ? "-bit, M x ldk row-major\n" : "-bit, SR-BCRS value layout\n");
   for (size_t j = 0; j < p.rhs.size(); ++j)
-    params += "                const unsigned char *__restrict__ b" + S(j) + ",  // rhs chunk " + p.rhs[j].str() +
-              ", " + S(p.rhs[j].storage_bits) + "-bit, K x ldb row-major\n";
-  params += std::string("                ") + (p.spec.out == OutType::Int32 ? "int" : "long long") +
-            " *__restrict__ c,  // M x N row-major\n";
+    params += ind + "const unsigned char *__restrict__ b" + S(j) + ",  // rhs chunk " + p.rhs[j].str() + ", " +
+              S(p.rhs[j].storage_bits) + (sddmm ? "-bit, N x ldk (column-major B)\n" : "-bit, K x ldb row-major\n");
+  params += ind + (p.spec.out == OutType::Int32 ? "int" : "long long") +
+            (sddmm ? " *__restrict__ c,  // the mask's vectors, V values each\n" : " *__restrict__ c,  // M x N row-major\n");
 
-  std::string kernel = kTemplate_spmm_cu;
+  std::string kernel = sddmm ? kTemplate_sddmm_cu : kTemplate_spmm_cu;
   replace_all(kernel, "{{KERNEL_NAME}}", ks.name);
   replace_all(kernel, "{{PARAMS}}", params);
   replace_all(kernel, "{{THREADS}}", S(ks.threads));
   replace_all(kernel, "{{KS}}", S(p.shape.k));
   replace_all(kernel, "{{V}}", S(p.spec.v));
   replace_all(kernel, "{{BSN}}", S(p.spec.bsn));
-  replace_all(kernel, "{{BODY}}", gen.body());
+  replace_all(kernel, "{{BODY}}", sddmm ? gen.sddmm_body() : gen.body());
   src << kernel;
   ks.source = src.str();
   return ks;

@@ -15,16 +15,21 @@ struct KernelSource {
   std::string name;    // the kernel's extern "C" name, e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
   std::string source;  // complete CUDA C++ (no includes)
   int threads = 128;   // threads per block
-  // Parameters, in order: row_ptr, col_idx, lhs planes (one per lhs chunk), rhs planes (one
-  // per rhs chunk), c, M, N, ldb.
+  // Parameters, in order:
+  //   SpMM:  row_ptr, col_idx, lhs planes (one per lhs chunk), rhs planes (one per rhs chunk),
+  //          c, M, N, ldb.
+  //   SDDMM: row_ptr, col_idx (the mask's SR-BCRS), lhs planes (A, M x ldk), rhs planes (B
+  //          column-major, N x ldk), c, bcrs_ptr (null for SR-BCRS output), M, K, ldk,
+  //          out_stride (the mask's SR-BCRS stride).
   int lhs_planes = 1, rhs_planes = 1;
-  // Grid for an M x N output: x = ceil(N / bsn), y = row-blocks.
+  // Grid: x = ceil(N / bsn) (SDDMM: ceil(longest row-block / bsn)), y = row-blocks.
   int bsn = 64;
   unsigned grid_x(long long n) const { return unsigned((n + bsn - 1) / bsn); }
 };
 
-// B planes are stored K x ldb with ldb = N rounded up to this many elements (zero padded),
-// so every gathered row segment is whole 16-byte pieces and needs no bounds checks.
+// SpMM's B planes are stored K x ldb with ldb = N rounded up to this many elements (zero
+// padded), so every gathered row segment is whole 16-byte pieces and needs no bounds
+// checks. SDDMM's A and B planes are K-contiguous with pitch ldk = K rounded up likewise.
 inline constexpr int kLdbAlign = 128;
 
 llvm::Expected<KernelSource> generate(const Plan &plan);

@@ -12,8 +12,8 @@ namespace magicube {
 namespace {
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-MemoryCache<SpmmKernel> &loaded_kernels() {
-  static MemoryCache<SpmmKernel> cache;
+MemoryCache<Kernel> &loaded_kernels() {
+  static MemoryCache<Kernel> cache;
   return cache;
 }
 }  // namespace
@@ -70,7 +70,8 @@ llvm::Expected<DeviceRhs> upload(const PackedRhs &b) {
   return d;
 }
 
-llvm::Error SpmmKernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const {
+llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const {
+  if (plan_.spec.op != OpKind::SpMM) return err("launch: this kernel is " + llvm::Twine(op_name(plan_.spec.op)));
   if (a.planes.size() != plan_.lhs.size() || b.planes.size() != plan_.rhs.size())
     return err("spmm: operands were packed for another plan (" + llvm::Twine(a.planes.size()) + " lhs and " +
                llvm::Twine(b.planes.size()) + " rhs planes, the plan has " + llvm::Twine(plan_.lhs.size()) + " and " +
@@ -98,18 +99,87 @@ llvm::Error SpmmKernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdevicep
   return magicube::launch(fn_, grid, block, 0, stream, args.data());
 }
 
-llvm::Expected<std::shared_ptr<const SpmmKernel>> SpmmKernel::get(const Context &ctx, const Plan &plan) {
+llvm::Expected<DeviceMask> upload_mask(const SrBcrs &mask, const VectorSparse &pattern) {
+  if (mask.num_slots() > INT32_MAX / 16) return err("sddmm: too many vector slots for 32-bit indices");
+  DeviceMask d;
+  std::vector<int32_t> rp(mask.row_ptr.begin(), mask.row_ptr.end());
+  auto r = DeviceBuffer::from(rp);
+  if (!r) return r.takeError();
+  auto c = DeviceBuffer::from(mask.col_idx);
+  if (!c) return c.takeError();
+  auto b = DeviceBuffer::from(pattern.block_ptr);
+  if (!b) return b.takeError();
+  d.row_ptr = std::move(*r);
+  d.col_idx = std::move(*c);
+  d.bcrs_ptr = std::move(*b);
+  d.rows = mask.rows;
+  d.cols = mask.cols;
+  d.num_blocks = mask.num_blocks();
+  d.max_block_length = mask.max_block_length;
+  d.num_slots = mask.num_slots();
+  d.num_vectors = pattern.num_vectors();
+  d.stride = mask.stride;
+  d.v = mask.v;
+  return d;
+}
+
+llvm::Expected<DeviceDense> upload(const PackedDense &p) {
+  DeviceDense d;
+  for (const Plane &pl : p.planes) {
+    auto buf = DeviceBuffer::from(pl);
+    if (!buf) return buf.takeError();
+    d.planes.push_back(std::move(*buf));
+  }
+  d.rows = p.rows;
+  d.k = p.k;
+  d.ld = p.ld;
+  return d;
+}
+
+llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
+                                 SparseLayout layout, CUstream stream) const {
+  if (plan_.spec.op != OpKind::SDDMM) return err("launch_sddmm: this kernel is " + llvm::Twine(op_name(plan_.spec.op)));
+  if (a.planes.size() != plan_.lhs.size() || b.planes.size() != plan_.rhs.size())
+    return err("sddmm: operands were packed for another plan");
+  if (mask.v != plan_.spec.v)
+    return err("sddmm: the mask has V=" + llvm::Twine(mask.v) + " but the plan is for V=" + llvm::Twine(plan_.spec.v));
+  if (a.k != b.k || a.ld != b.ld)
+    return err("sddmm: A has K=" + llvm::Twine(a.k) + " but B has K=" + llvm::Twine(b.k));
+  if (a.rows < mask.num_blocks * mask.v || b.rows < mask.cols)
+    return err("sddmm: the mask is " + llvm::Twine(mask.rows) + " x " + llvm::Twine(mask.cols) + " but A has " +
+               llvm::Twine(a.rows) + " rows and B " + llvm::Twine(b.rows) + " columns");
+  if (auto e = check_reduction_length(plan_, a.k)) return e;
+  if (mask.num_blocks == 0 || mask.max_block_length == 0) return llvm::Error::success();
+  if (mask.num_blocks > 65535) return err("sddmm: " + llvm::Twine(mask.num_blocks) + " row-blocks exceed the grid's 65535");
+  std::vector<CUdeviceptr> ptrs{mask.row_ptr.ptr(), mask.col_idx.ptr()};
+  for (const DeviceBuffer &p : a.planes) ptrs.push_back(p.ptr());
+  for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
+  ptrs.push_back(out);
+  ptrs.push_back(layout == SparseLayout::Bcrs ? mask.bcrs_ptr.ptr() : CUdeviceptr(0));
+  int m = int(mask.rows), k = int(a.k), ldk = int(a.ld), stride = mask.stride;
+  std::vector<void *> args;
+  for (CUdeviceptr &p : ptrs) args.push_back(&p);
+  args.push_back(&m);
+  args.push_back(&k);
+  args.push_back(&ldk);
+  args.push_back(&stride);
+  Dim3 grid{src_.grid_x(mask.max_block_length), unsigned(mask.num_blocks), 1};
+  Dim3 block{unsigned(src_.threads), 1, 1};
+  return magicube::launch(fn_, grid, block, 0, stream, args.data());
+}
+
+llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, const Plan &plan) {
   auto arch = target_arch(plan, ctx.compute_capability());
   if (!arch) return arch.takeError();
   std::string key = make_cache_key(kGeneratorVersion, canonical_plan(plan), "", *arch, nvrtc_version()).hex;
-  if (auto hit = loaded_kernels().get(ctx.get(), key)) return std::shared_ptr<const SpmmKernel>(hit);
+  if (auto hit = loaded_kernels().get(ctx.get(), key)) return std::shared_ptr<const Kernel>(hit);
   auto src = generate(plan);
   if (!src) return src.takeError();
   auto cubin = kernel_cubin(plan, *src, *arch);
   if (!cubin) return cubin.takeError();
   auto module = Module::load(*cubin);
   if (!module) return module.takeError();
-  auto k = std::make_shared<SpmmKernel>();
+  auto k = std::make_shared<Kernel>();
   k->plan_ = plan;
   k->src_ = std::move(*src);
   k->arch_ = *arch;
@@ -118,7 +188,7 @@ llvm::Expected<std::shared_ptr<const SpmmKernel>> SpmmKernel::get(const Context 
   if (!fn) return fn.takeError();
   k->fn_ = *fn;
   log().debug("loaded {} for sm_{}", k->src_.name, *arch);
-  return std::shared_ptr<const SpmmKernel>(loaded_kernels().put(ctx.get(), key, k));
+  return std::shared_ptr<const Kernel>(loaded_kernels().put(ctx.get(), key, k));
 }
 
 }  // namespace magicube

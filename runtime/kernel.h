@@ -35,7 +35,27 @@ struct DeviceRhs {
 llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout);
 llvm::Expected<DeviceRhs> upload(const PackedRhs &b);
 
-class SpmmKernel {
+// SDDMM's operands: the mask (its SR-BCRS pointers and columns, and the BCRS offsets of its
+// row-blocks for BCRS output) and the K-contiguous dense planes.
+struct DeviceMask {
+  DeviceBuffer row_ptr, col_idx, bcrs_ptr;
+  int64_t rows = 0, cols = 0, num_blocks = 0, max_block_length = 0, num_slots = 0, num_vectors = 0;
+  int stride = 32;
+  int v = 1;
+};
+struct DeviceDense {
+  std::vector<DeviceBuffer> planes;
+  int64_t rows = 0, k = 0, ld = 0;
+};
+llvm::Expected<DeviceMask> upload_mask(const SrBcrs &mask, const VectorSparse &pattern);
+llvm::Expected<DeviceDense> upload(const PackedDense &d);
+
+// Where SDDMM writes: the mask's SR-BCRS value layout (num_slots x V values) or BCRS (the
+// vectors in order, V values each: num_vectors x V).
+enum class SparseLayout { SrBcrs, Bcrs };
+
+// A loaded kernel of either op.
+class Kernel {
  public:
   const Plan &plan() const { return plan_; }
   const KernelSource &source() const { return src_; }
@@ -45,8 +65,12 @@ class SpmmKernel {
   // Refused when shapes disagree or the reduction length exceeds the plan's bound.
   llvm::Error launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const;
 
+  // SDDMM: out = (A x B) at the mask's vectors, int32 or int64 per the plan; asynchronous.
+  llvm::Error launch_sddmm(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
+                           SparseLayout layout, CUstream stream) const;
+
   // Loaded in the current context, from the per-context memory cache when present.
-  static llvm::Expected<std::shared_ptr<const SpmmKernel>> get(const Context &ctx, const Plan &plan);
+  static llvm::Expected<std::shared_ptr<const Kernel>> get(const Context &ctx, const Plan &plan);
 
  private:
   Plan plan_;
@@ -55,5 +79,7 @@ class SpmmKernel {
   CUfunction fn_ = nullptr;
   int arch_ = 0;
 };
+
+using SpmmKernel = Kernel;
 
 }  // namespace magicube

@@ -1,5 +1,7 @@
 #include "runtime/packing.h"
 
+#include <algorithm>
+
 #include "compiler/codegen.h"
 #include "compiler/plan_interpreter.h"
 
@@ -44,6 +46,33 @@ llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int
     for (int64_t c = 0; c < n; ++c) padded[r * p.ldb + c] = b[r * n + c];
   for (const Chunk &c : plan.rhs) p.planes.push_back(pack_plane(padded, c));
   return p;
+}
+
+namespace {
+// `rows` x `k` K-contiguous rows (element (r, t) at r * k + t of `src`) into planes of pitch ld.
+PackedDense pack_k_rows(const std::vector<int64_t> &src, int64_t rows, int64_t src_rows, int64_t k,
+                        const std::vector<Chunk> &chunks) {
+  PackedDense d;
+  d.rows = rows;
+  d.k = k;
+  d.ld = std::max<int64_t>(1, (k + kLdbAlign - 1) / kLdbAlign) * kLdbAlign;
+  std::vector<int64_t> padded(rows * d.ld, 0);
+  for (int64_t r = 0; r < src_rows; ++r)
+    for (int64_t t = 0; t < k; ++t) padded[r * d.ld + t] = src[r * k + t];
+  for (const Chunk &c : chunks) d.planes.push_back(pack_plane(padded, c));
+  return d;
+}
+}  // namespace
+
+llvm::Expected<PackedDense> pack_sddmm_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k, const Plan &plan) {
+  if (auto e = check_range_dense(a, m, k, false, plan.spec.lhs, "lhs A")) return e;
+  int64_t v = plan.spec.v;
+  return pack_k_rows(a, (m + v - 1) / v * v, m, k, plan.lhs);
+}
+
+llvm::Expected<PackedDense> pack_sddmm_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan) {
+  if (auto e = check_range_dense(b, k, n, true, plan.spec.rhs, "rhs B")) return e;
+  return pack_k_rows(b, n, n, k, plan.rhs);  // column-major B: column c is K-contiguous at c * k
 }
 
 }  // namespace magicube

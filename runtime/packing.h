@@ -32,4 +32,14 @@ struct PackedRhs {
 };
 llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan);
 
+// SDDMM's dense operands, K-contiguous with pitch ld = K rounded up to kLdbAlign (zero
+// padded): A (M x K row-major) with its rows padded to a multiple of V, and B (K x N
+// column-major) stored as N rows of K. Values outside their types are refused.
+struct PackedDense {
+  int64_t rows = 0, k = 0, ld = 0;  // rows of the plane (A: M padded to V; B: N), K, pitch
+  std::vector<Plane> planes;
+};
+llvm::Expected<PackedDense> pack_sddmm_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k, const Plan &plan);
+llvm::Expected<PackedDense> pack_sddmm_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan);
+
 }  // namespace magicube

@@ -1,4 +1,4 @@
-// Codegen: generated SpMM kernels compile through NVRTC for sm_80 and sm_90 over a grid of
+// Codegen: generated SpMM and SDDMM kernels compile through NVRTC for sm_80 and sm_90 over a grid of
 // widths 1..16, both signednesses, V in {1,2,4,8}, prefetch on/off and both mma
 // orientations; the disk cache (a per-run temp dir) is shared between the tests.
 #include <gtest/gtest.h>
@@ -47,13 +47,16 @@ std::vector<Variant> grid() {
       {{16, true}, {16, true}}, {{12, true}, {4, true}}, {{5, true}, {3, false}}, {{1, false}, {16, true}},
       {{3, false}, {7, true}}, {{16, false}, {2, true}}};
   int n = 0;
-  for (int arch : {90, 80})
-    for (auto [l, r] : types)
-      for (int v : {1, 2, 4, 8}) {
-        ++n;
-        OutType out = max_exact_k(l, r) ? OutType::Int32 : OutType::Int64;
-        g.push_back({spmm(l, r, v, arch, n % 2, out), n % 3});  // orientation/shape varies with the candidate
-      }
+  for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
+    for (int arch : {90, 80})
+      for (auto [l, r] : types)
+        for (int v : {1, 2, 4, 8}) {
+          ++n;
+          OutType out = max_exact_k(l, r) ? OutType::Int32 : OutType::Int64;
+          OpSpec s = spmm(l, r, v, arch, n % 2, out);
+          s.op = op;
+          g.push_back({s, n % 3});  // orientation/shape varies with the candidate
+        }
   return g;
 }
 
@@ -87,7 +90,7 @@ TEST_P(CodegenGrid, CompilesThroughNvrtc) {
 
 INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](const auto &info) {
   const OpSpec &s = info.param.spec;
-  return s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
+  return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
          std::to_string(s.arch) + "_c" + std::to_string(info.param.candidate);
 });
 

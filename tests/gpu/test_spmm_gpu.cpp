@@ -144,6 +144,21 @@ TEST(SpmmGpu, EveryWidthPairBothSignednesses) {
   run_cases(*ctx, cases, 12);
 }
 
+// The comparison can fail: a kernel whose lhs mma type is wrong (u8 for s8 data) must not
+// pass.
+TEST(SpmmGpu, ComparisonCatchesAWrongKernel) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  auto p = plan(OpSpec{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::Int32, 90});
+  ASSERT_TRUE(bool(p));
+  Plan wrong = *p;
+  wrong.groups[0].is_signed = false;  // the kernel will read s8 values as u8
+  std::mt19937_64 rng(3);
+  VectorSparse a = random_vector_sparse(rng, 16, 64, 8, 64, p->spec.lhs);
+  std::vector<int64_t> b = random_dense(rng, 64 * 64, p->spec.rhs);
+  EXPECT_EQ(run_and_compare(*ctx, *p, a, b, 64), "");
+  EXPECT_NE(run_and_compare(*ctx, wrong, a, b, 64), "");
+}
+
 // DLMC ResNet-50 matrices dilated by V, from MAGICUBE_DLMC_DIR (an unpacked tree or a folder
 // of .smtx files).
 TEST(SpmmGpu, DlmcMatrices) {
