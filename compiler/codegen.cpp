@@ -240,6 +240,19 @@ struct Gen {
     rhs_frags_and_mmas("lf");
   }
 
+  // The stored value of an accumulated element: the int itself, or its dequantized float.
+  std::string store(const std::string &v, const std::string &row, const std::string &col) const {
+    switch (p.spec.out) {
+      case OutType::Int32: return "(int)" + v;
+      case OutType::Int64: return v;
+      default: break;
+    }
+    std::string x = "mc_dequant(" + v + ", " + S(int(p.spec.scale)) + ", alpha, row_scale, col_scale, " +
+                    S(int(p.spec.bias)) + ", bias, " + row + ", " + col + ")";
+    if (p.spec.out == OutType::F32) return "__double2float_rn(" + x + ")";
+    return std::string(p.spec.out == OutType::F16 ? "mc_to_f16(" : "mc_to_bf16(") + x + ")";
+  }
+
   void epilogue() {
     const MmaShape &sh = p.shape;
     const int nc = c_regs(sh);
@@ -291,12 +304,12 @@ struct Gen {
         b << "      const int q = begin + col;  // the vector's slot\n";
         b << "      if (vidx < V && q < qend && blk * V + vidx < M)\n";
         b << "        c[bcrs_ptr ? ((long long)bcrs_ptr[blk] + q - begin) * V + vidx\n";
-        b << "                   : (long long)(q / out_stride) * out_stride * V + vidx * out_stride + q % out_stride] = ("
-          << (i64 ? "long long" : "int") << ")tot[i];\n";
+        b << "                   : (long long)(q / out_stride) * out_stride * V + vidx * out_stride + q % out_stride] = "
+          << store("tot[i]", "blk * V + vidx", "max(col_idx[q], 0)") << ";\n";
       } else {
         b << "      const int row = blk * V + vidx;\n";
-        b << "      if (vidx < V && row < M && col < N) c[(long long)row * N + col] = (" << (i64 ? "long long" : "int")
-          << ")tot[i];\n";
+        b << "      if (vidx < V && row < M && col < N) c[(long long)row * N + col] = " << store("tot[i]", "row", "col")
+          << ";\n";
       }
       b << "    }\n  }\n";
     }
@@ -388,9 +401,12 @@ struct Gen {
 
 }  // namespace
 
+std::vector<std::string> nvrtc_options(const Plan &p) {
+  if (is_float(p.spec.out)) return {"--fmad=false"};
+  return {};
+}
+
 llvm::Expected<KernelSource> generate(const Plan &p) {
-  if (p.spec.out != OutType::Int32 && p.spec.out != OutType::Int64)
-    return err("codegen: output type " + llvm::Twine(out_name(p.spec.out)) + " is not generated yet");
   const bool sddmm = p.spec.op == OpKind::SDDMM;
   Gen gen(p);
   KernelSource ks;
@@ -405,6 +421,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   std::istringstream plan_text(p.str());
   for (std::string line; std::getline(plan_text, line);) src << "// " << line << "\n";
   src << "\n" << kTemplate_fragments_cuh << "\n";
+  if (is_float(p.spec.out)) src << "#define MC_FN __device__ __forceinline__\n" << kTemplate_epilogue_math_cuh << "\n";
   src << "// ---- mma.sync wrappers used by this kernel ----\n";
   std::set<std::string> seen;
   for (const Term &t : p.terms) {
@@ -423,7 +440,11 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   for (size_t j = 0; j < p.rhs.size(); ++j)
     params += ind + "const unsigned char *__restrict__ b" + S(j) + ",  // rhs chunk " + p.rhs[j].str() + ", " +
               S(p.rhs[j].storage_bits) + (sddmm ? "-bit, N x ldk (column-major B)\n" : "-bit, K x ldb row-major\n");
-  params += ind + (p.spec.out == OutType::Int32 ? "int" : "long long") +
+  const char *ctype = p.spec.out == OutType::Int32   ? "int"
+                      : p.spec.out == OutType::Int64 ? "long long"
+                      : p.spec.out == OutType::F32   ? "float"
+                                                     : "unsigned short";  // f16 / bf16 bits
+  params += ind + ctype +
             (sddmm ? " *__restrict__ c,  // the mask's vectors, V values each\n" : " *__restrict__ c,  // M x N row-major\n");
 
   std::string kernel = sddmm ? kTemplate_sddmm_cu : kTemplate_spmm_cu;
@@ -433,6 +454,10 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   replace_all(kernel, "{{KS}}", S(p.shape.k));
   replace_all(kernel, "{{V}}", S(p.spec.v));
   replace_all(kernel, "{{BSN}}", S(p.spec.bsn));
+  replace_all(kernel, "{{EXTRA_PARAMS}}",
+              is_float(p.spec.out) ? ",\n                float alpha, const float *__restrict__ row_scale,"
+                                     " const float *__restrict__ col_scale, const float *__restrict__ bias"
+                                   : "");
   replace_all(kernel, "{{BODY}}", sddmm ? gen.sddmm_body() : gen.body());
   src << kernel;
   ks.source = src.str();

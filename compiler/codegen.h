@@ -21,6 +21,8 @@ struct KernelSource {
   //   SDDMM: row_ptr, col_idx (the mask's SR-BCRS), lhs planes (A, M x ldk), rhs planes (B
   //          column-major, N x ldk), c, bcrs_ptr (null for SR-BCRS output), M, K, ldk,
   //          out_stride (the mask's SR-BCRS stride).
+  //   Float outputs (f32, f16/bf16 as 16-bit patterns) append: alpha, row_scale, col_scale,
+  //   bias (float; pointers may be null where the spec's scale/bias mode does not use them).
   int lhs_planes = 1, rhs_planes = 1;
   // Grid: x = ceil(N / bsn) (SDDMM: ceil(longest row-block / bsn)), y = row-blocks.
   int bsn = 64;
@@ -33,5 +35,9 @@ struct KernelSource {
 inline constexpr int kLdbAlign = 128;
 
 llvm::Expected<KernelSource> generate(const Plan &plan);
+
+// NVRTC options a plan's kernel needs (part of its cache key): float epilogues are compiled
+// without FMA contraction, so they round exactly as the CPU reference does.
+std::vector<std::string> nvrtc_options(const Plan &plan);
 
 }  // namespace magicube

@@ -26,6 +26,23 @@ const char *out_name(OutType t) {
   return "?";
 }
 
+const char *scale_name(Scale s) { return s == Scale::None ? "none" : s == Scale::Tensor ? "tensor" : "rowcol"; }
+const char *bias_name(Bias b) { return b == Bias::None ? "none" : b == Bias::Row ? "row" : "col"; }
+
+llvm::Expected<Scale> parse_scale(llvm::StringRef s) {
+  if (s == "none") return Scale::None;
+  if (s == "tensor") return Scale::Tensor;
+  if (s == "rowcol") return Scale::RowCol;
+  return err("scale: unknown scale '" + s + "' (allowed: none, tensor, rowcol)");
+}
+
+llvm::Expected<Bias> parse_bias(llvm::StringRef s) {
+  if (s == "none") return Bias::None;
+  if (s == "row") return Bias::Row;
+  if (s == "col") return Bias::Col;
+  return err("bias: unknown bias '" + s + "' (allowed: none, row, col)");
+}
+
 std::string arch_name(int arch) { return "sm_" + std::to_string(arch); }
 
 llvm::Expected<OpKind> parse_op(llvm::StringRef s) {
@@ -69,6 +86,14 @@ llvm::Error validate(const OpSpec &s) {
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
   if (s.bsn != 32 && s.bsn != 64 && s.bsn != 128)
     return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128)");
+  if (!is_float(s.out) && s.scale != Scale::None)
+    return err("scale: a " + llvm::Twine(scale_name(s.scale)) + " scale needs a float output (out is " + out_name(s.out) +
+               "; allowed: f32, f16, bf16)");
+  if (!is_float(s.out) && s.bias != Bias::None)
+    return err("bias: a " + llvm::Twine(bias_name(s.bias)) + " bias needs a float output (out is " + out_name(s.out) +
+               "; allowed: f32, f16, bf16)");
+  if (s.op == OpKind::SDDMM && s.bias != Bias::None)
+    return err("bias: SDDMM takes no bias (allowed: none)");
   if (s.arch != 80 && s.arch != 86 && s.arch != 89 && s.arch != 90)
     return err("arch: sm_" + llvm::Twine(s.arch) + " is not supported (allowed: sm_80, sm_86, sm_89, sm_90)");
   return llvm::Error::success();
@@ -76,8 +101,9 @@ llvm::Error validate(const OpSpec &s) {
 
 std::string to_string(const OpSpec &s) {
   return std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v) +
-         ".n" + std::to_string(s.bsn) + "." + (s.prefetch ? "pf" : "nopf") + "." + out_name(s.out) + "." +
-         arch_name(s.arch);
+         ".n" + std::to_string(s.bsn) + "." + (s.prefetch ? "pf" : "nopf") + "." + out_name(s.out) +
+         (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
+         (s.bias == Bias::Row ? "+rowbias" : s.bias == Bias::Col ? "+colbias" : "") + "." + arch_name(s.arch);
 }
 
 llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
@@ -106,9 +132,18 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   s.bsn = int(n);
   if (f[4] != "pf" && f[4] != "nopf") return err("prefetch: '" + f[4] + "' must be pf or nopf");
   s.prefetch = f[4] == "pf";
-  auto out = parse_out(f[5]);
+  llvm::SmallVector<llvm::StringRef, 4> outf;
+  f[5].split(outf, '+');
+  auto out = parse_out(outf[0]);
   if (!out) return out.takeError();
   s.out = *out;
+  for (size_t i = 1; i < outf.size(); ++i) {
+    if (outf[i] == "t") s.scale = Scale::Tensor;
+    else if (outf[i] == "rc") s.scale = Scale::RowCol;
+    else if (outf[i] == "rowbias") s.bias = Bias::Row;
+    else if (outf[i] == "colbias") s.bias = Bias::Col;
+    else return err("out: unknown epilogue option '+" + outf[i] + "' (allowed: +t, +rc, +rowbias, +colbias)");
+  }
   auto arch = parse_arch(f[6]);
   if (!arch) return arch.takeError();
   s.arch = *arch;
@@ -119,7 +154,8 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
                             {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch},
-                            {"out", out_name(s.out)},  {"arch", arch_name(s.arch)}};
+                            {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
+                            {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}};
 }
 
 llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
@@ -157,6 +193,16 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   s.prefetch = *pf;
   s.out = *ot;
   s.arch = *cc;
+  if (auto sc = o->getString("scale")) {
+    auto v = parse_scale(*sc);
+    if (!v) return v.takeError();
+    s.scale = *v;
+  }
+  if (auto bi = o->getString("bias")) {
+    auto v = parse_bias(*bi);
+    if (!v) return v.takeError();
+    s.bias = *v;
+  }
   if (auto e = validate(s)) return e;
   return s;
 }

@@ -1,8 +1,8 @@
 // The IR: one value type, OpSpec, that describes one quantized sparse op.
 //
 // Text form (canonical; parse(print(x)) == x):
-//   <op>.<lhs>x<rhs>.v<V>.n<BSn>.<pf|nopf>.<out>.<arch>
-//   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90
+//   <op>.<lhs>x<rhs>.v<V>.n<BSn>.<pf|nopf>.<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
 #pragma once
 
 #include <cstdint>
@@ -30,8 +30,15 @@ struct ElemType {
 };
 
 // Output element type. int32 is exact up to the plan's max_exact_k; int64 adds the chunk
-// terms in 64 bits; the float types apply the scales of the epilogue.
+// terms in 64 bits; the float types dequantize the exact int64 result in the epilogue.
 enum class OutType { Int32, Int64, F32, F16, BF16 };
+inline bool is_float(OutType t) { return t == OutType::F32 || t == OutType::F16 || t == OutType::BF16; }
+
+// Dequantization scales of a float output: none (1), one per tensor, or a per-row vector
+// times a per-column vector (per-channel x per-token quantization).
+enum class Scale { None, Tensor, RowCol };
+// Optional bias of a float SpMM output, per row or per column.
+enum class Bias { None, Row, Col };
 
 struct OpSpec {
   OpKind op = OpKind::SpMM;
@@ -42,6 +49,8 @@ struct OpSpec {
   bool prefetch = true;    // RHS (SpMM) / LHS (SDDMM) prefetch pipeline
   OutType out = OutType::Int32;
   int arch = 90;           // compute capability: 80, 86, 89 or 90
+  Scale scale = Scale::None;  // float outputs only
+  Bias bias = Bias::None;     // float SpMM outputs only           // compute capability: 80, 86, 89 or 90
 
   friend bool operator==(const OpSpec &, const OpSpec &) = default;
 };
@@ -49,6 +58,10 @@ struct OpSpec {
 // Names and parsers of the pieces; errors name the field, the value and what is allowed.
 const char *op_name(OpKind k);
 const char *out_name(OutType t);        // i32 i64 f32 f16 bf16
+const char *scale_name(Scale s);        // none tensor rowcol
+const char *bias_name(Bias b);          // none row col
+llvm::Expected<Scale> parse_scale(llvm::StringRef s);
+llvm::Expected<Bias> parse_bias(llvm::StringRef s);
 std::string arch_name(int arch);        // "sm_90"
 llvm::Expected<OpKind> parse_op(llvm::StringRef s);
 llvm::Expected<ElemType> parse_elem(llvm::StringRef s, llvm::StringRef field);

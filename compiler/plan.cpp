@@ -83,6 +83,16 @@ std::string Plan::str() const {
     for (int i = 0; i < 8; ++i) o << (i ? " " : "") << shuffle[i];
     o << "]";
   }
+  o << "\n  epilogue  ";
+  switch (spec.out) {
+    case OutType::Int32: o << "int32: terms shifted and summed with two's-complement wrap"; break;
+    case OutType::Int64: o << "int64: int32 term accumulators widened, shifted and summed in 64 bits"; break;
+    default:
+      o << out_name(spec.out) << ": int64 sum of terms, in double"
+        << (spec.scale == Scale::Tensor ? " * alpha" : spec.scale == Scale::RowCol ? " * row_scale[r] * col_scale[c]" : "")
+        << (spec.bias == Bias::Row ? " + bias[r]" : spec.bias == Bias::Col ? " + bias[c]" : "")
+        << ", rounded to nearest even";
+  }
   o << "\n  bounds    max_exact_k " << max_exact_k << ", max_term_k " << max_term_k << "\n";
   o << "  cost      " << cost << " (compute " << compute_cost << ", memory " << memory_cost << ")\n";
   return o.str();

@@ -31,10 +31,19 @@ std::string canonical_plan(const Plan &plan) {
   return s;
 }
 
+namespace {
+std::string joined(const std::vector<std::string> &opts) {
+  std::string s;
+  for (const std::string &o : opts) s += o + " ";
+  return s;
+}
+}  // namespace
+
 llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch) {
-  CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(plan), "", arch, nvrtc_version());
+  std::vector<std::string> opts = nvrtc_options(plan);
+  CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(opts), arch, nvrtc_version());
   return CompileCache::process().get_cubin(
-      key, arch, [&]() -> llvm::Expected<std::string> { return src.source; }, src.name + ".cu");
+      key, arch, [&]() -> llvm::Expected<std::string> { return src.source; }, src.name + ".cu", opts);
 }
 
 llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout) {
@@ -70,7 +79,49 @@ llvm::Expected<DeviceRhs> upload(const PackedRhs &b) {
   return d;
 }
 
-llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const {
+llvm::Expected<DeviceEpilogue> upload(const EpilogueArgs &e) {
+  DeviceEpilogue d;
+  d.alpha = e.alpha;
+  for (auto [host, dev] : {std::pair{&e.row_scale, &d.row_scale}, {&e.col_scale, &d.col_scale}, {&e.bias, &d.bias}}) {
+    if (host->empty()) continue;
+    auto buf = DeviceBuffer::from(*host);
+    if (!buf) return buf.takeError();
+    *dev = std::move(*buf);
+  }
+  return d;
+}
+
+namespace {
+// Appends the float epilogue's arguments; refuses vectors that the spec needs but lacks.
+llvm::Error push_epilogue(const OpSpec &spec, const DeviceEpilogue *e, int64_t rows, int64_t cols,
+                          std::vector<CUdeviceptr> &ptrs, float &alpha) {
+  if (!is_float(spec.out)) return llvm::Error::success();
+  static const DeviceEpilogue none;
+  if (!e) e = &none;
+  auto need = [&](const DeviceBuffer &b, int64_t n, const char *what) -> llvm::Error {
+    if (b.bytes() < size_t(n) * sizeof(float))
+      return err("epilogue: " + llvm::Twine(what) + " has " + llvm::Twine(b.bytes() / sizeof(float)) +
+                 " values, expected " + llvm::Twine(n));
+    return llvm::Error::success();
+  };
+  if (spec.scale == Scale::RowCol) {
+    if (auto x = need(e->row_scale, rows, "row_scale")) return x;
+    if (auto x = need(e->col_scale, cols, "col_scale")) return x;
+  }
+  if (spec.bias == Bias::Row)
+    if (auto x = need(e->bias, rows, "bias (per row)")) return x;
+  if (spec.bias == Bias::Col)
+    if (auto x = need(e->bias, cols, "bias (per column)")) return x;
+  alpha = spec.scale == Scale::Tensor ? e->alpha : 1.0f;
+  ptrs.push_back(e->row_scale.ptr());
+  ptrs.push_back(e->col_scale.ptr());
+  ptrs.push_back(e->bias.ptr());
+  return llvm::Error::success();
+}
+}  // namespace
+
+llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
+                           const DeviceEpilogue *epi) const {
   if (plan_.spec.op != OpKind::SpMM) return err("launch: this kernel is " + llvm::Twine(op_name(plan_.spec.op)));
   if (a.planes.size() != plan_.lhs.size() || b.planes.size() != plan_.rhs.size())
     return err("spmm: operands were packed for another plan (" + llvm::Twine(a.planes.size()) + " lhs and " +
@@ -88,12 +139,19 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   for (const DeviceBuffer &p : a.planes) ptrs.push_back(p.ptr());
   for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
   ptrs.push_back(c);
+  std::vector<CUdeviceptr> eptrs;
+  float alpha = 1.0f;
+  if (auto e = push_epilogue(plan_.spec, epi, a.rows, b.n, eptrs, alpha)) return e;
   int m = int(a.rows), n = int(b.n), ldb = int(b.ldb);
   std::vector<void *> args;
   for (CUdeviceptr &p : ptrs) args.push_back(&p);
   args.push_back(&m);
   args.push_back(&n);
   args.push_back(&ldb);
+  if (is_float(plan_.spec.out)) {
+    args.push_back(&alpha);
+    for (CUdeviceptr &p : eptrs) args.push_back(&p);
+  }
   Dim3 grid{src_.grid_x(b.n), unsigned(a.num_blocks), 1};
   Dim3 block{unsigned(src_.threads), 1, 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());
@@ -137,7 +195,7 @@ llvm::Expected<DeviceDense> upload(const PackedDense &p) {
 }
 
 llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
-                                 SparseLayout layout, CUstream stream) const {
+                                 SparseLayout layout, CUstream stream, const DeviceEpilogue *epi) const {
   if (plan_.spec.op != OpKind::SDDMM) return err("launch_sddmm: this kernel is " + llvm::Twine(op_name(plan_.spec.op)));
   if (a.planes.size() != plan_.lhs.size() || b.planes.size() != plan_.rhs.size())
     return err("sddmm: operands were packed for another plan");
@@ -156,6 +214,9 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
   for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
   ptrs.push_back(out);
   ptrs.push_back(layout == SparseLayout::Bcrs ? mask.bcrs_ptr.ptr() : CUdeviceptr(0));
+  std::vector<CUdeviceptr> eptrs;
+  float alpha = 1.0f;
+  if (auto e = push_epilogue(plan_.spec, epi, mask.rows, mask.cols, eptrs, alpha)) return e;
   int m = int(mask.rows), k = int(a.k), ldk = int(a.ld), stride = mask.stride;
   std::vector<void *> args;
   for (CUdeviceptr &p : ptrs) args.push_back(&p);
@@ -163,6 +224,10 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
   args.push_back(&k);
   args.push_back(&ldk);
   args.push_back(&stride);
+  if (is_float(plan_.spec.out)) {
+    args.push_back(&alpha);
+    for (CUdeviceptr &p : eptrs) args.push_back(&p);
+  }
   Dim3 grid{src_.grid_x(mask.max_block_length), unsigned(mask.num_blocks), 1};
   Dim3 block{unsigned(src_.threads), 1, 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());
@@ -171,7 +236,8 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
 llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, const Plan &plan) {
   auto arch = target_arch(plan, ctx.compute_capability());
   if (!arch) return arch.takeError();
-  std::string key = make_cache_key(kGeneratorVersion, canonical_plan(plan), "", *arch, nvrtc_version()).hex;
+  std::string key =
+      make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(nvrtc_options(plan)), *arch, nvrtc_version()).hex;
   if (auto hit = loaded_kernels().get(ctx.get(), key)) return std::shared_ptr<const Kernel>(hit);
   auto src = generate(plan);
   if (!src) return src.takeError();

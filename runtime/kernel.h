@@ -8,6 +8,7 @@
 #include "compiler/codegen.h"
 #include "compiler/plan.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/epilogue.h"
 #include "runtime/packing.h"
 
 namespace magicube {
@@ -50,6 +51,13 @@ struct DeviceDense {
 llvm::Expected<DeviceMask> upload_mask(const SrBcrs &mask, const VectorSparse &pattern);
 llvm::Expected<DeviceDense> upload(const PackedDense &d);
 
+// The float epilogue's scales and bias on the device.
+struct DeviceEpilogue {
+  float alpha = 1.0f;
+  DeviceBuffer row_scale, col_scale, bias;
+};
+llvm::Expected<DeviceEpilogue> upload(const EpilogueArgs &e);
+
 // Where SDDMM writes: the mask's SR-BCRS value layout (num_slots x V values) or BCRS (the
 // vectors in order, V values each: num_vectors x V).
 enum class SparseLayout { SrBcrs, Bcrs };
@@ -63,11 +71,13 @@ class Kernel {
   int arch() const { return arch_; }
   // C (M x N row-major, int32 or int64 per the plan) = A x B on `stream`; asynchronous.
   // Refused when shapes disagree or the reduction length exceeds the plan's bound.
-  llvm::Error launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const;
+  // Float outputs take their scales and bias from `epi` (required when the spec uses them).
+  llvm::Error launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
+                     const DeviceEpilogue *epi = nullptr) const;
 
   // SDDMM: out = (A x B) at the mask's vectors, int32 or int64 per the plan; asynchronous.
   llvm::Error launch_sddmm(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
-                           SparseLayout layout, CUstream stream) const;
+                           SparseLayout layout, CUstream stream, const DeviceEpilogue *epi = nullptr) const;
 
   // Loaded in the current context, from the per-context memory cache when present.
   static llvm::Expected<std::shared_ptr<const Kernel>> get(const Context &ctx, const Plan &plan);

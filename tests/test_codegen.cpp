@@ -10,6 +10,7 @@
 #include "cache/nvrtc.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "runtime/kernel.h"
 #include "llvm/Support/FileSystem.h"
 
 using namespace magicube;
@@ -57,6 +58,18 @@ std::vector<Variant> grid() {
           s.op = op;
           g.push_back({s, n % 3});  // orientation/shape varies with the candidate
         }
+  // Float epilogues: every output type and scale/bias mode on both archs.
+  for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
+    for (int arch : {90, 80})
+      for (auto [out, scale, bias] : {std::tuple{OutType::F32, Scale::Tensor, Bias::None},
+                                      std::tuple{OutType::F16, Scale::RowCol, Bias::Col},
+                                      std::tuple{OutType::BF16, Scale::None, Bias::Row}}) {
+        OpSpec s = spmm({12, true}, {4, false}, 4, arch, true, out);
+        s.op = op;
+        s.scale = scale;
+        s.bias = op == OpKind::SDDMM ? Bias::None : bias;
+        g.push_back({s, 0});
+      }
   return g;
 }
 
@@ -79,10 +92,7 @@ TEST_P(CodegenGrid, CompilesThroughNvrtc) {
   const Plan &p = (*ps)[var.candidate % ps->size()];
   auto ks = generate(p);
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
-  CacheKey key = make_cache_key(kGeneratorVersion, to_string(p.spec) + "|" + p.kernel_name(), "", p.spec.arch,
-                                nvrtc_version());
-  auto cubin = CompileCache::process().get_cubin(
-      key, p.spec.arch, [&]() -> llvm::Expected<std::string> { return ks->source; }, ks->name + ".cu");
+  auto cubin = kernel_cubin(p, *ks, p.spec.arch);
   ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
   ASSERT_GT(cubin->size(), 4u);
   EXPECT_EQ(cubin->substr(0, 4), "\x7f" "ELF");
@@ -91,7 +101,7 @@ TEST_P(CodegenGrid, CompilesThroughNvrtc) {
 INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](const auto &info) {
   const OpSpec &s = info.param.spec;
   return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
-         std::to_string(s.arch) + "_c" + std::to_string(info.param.candidate);
+         std::to_string(s.arch) + "_" + out_name(s.out) + "_c" + std::to_string(info.param.candidate);
 });
 
 }  // namespace

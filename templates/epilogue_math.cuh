@@ -1,0 +1,50 @@
+// ---------------------------------------------------------------------------------------
+// Float epilogue math (templates/epilogue_math.cuh), shared verbatim by generated kernels
+// (MC_FN = __device__ __forceinline__) and the CPU reference (MC_FN = inline), so both
+// compute the same double value and round it the same way:
+//   x = exact int64 result; x *= alpha (per tensor) or x = x * row_scale[r] * col_scale[c];
+//   x += bias; then round to nearest even into f32, f16 or bf16.
+// Each step is one IEEE double operation (no fused multiply-add), identical on both sides.
+// ---------------------------------------------------------------------------------------
+
+// Round-to-nearest-even of a double into a binary format with `mb` mantissa bits and
+// exponents emin..emax (bias = emax); returns the bit pattern (sign at bit 1+ew+mb).
+MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
+  const unsigned sign = x < 0 ? 1u : 0u;
+  double a = x < 0 ? -x : x;
+  const unsigned inf = ((1u << ew) - 1u) << mb;
+  if (a != a) return (sign << (ew + mb)) | inf | (1u << (mb - 1));  // NaN
+  int e = 0;
+  if (a != 0) frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  int E = a == 0 ? emin : e - 1;
+  if (E < emin) E = emin;
+  double n = rint(ldexp(a, mb - E));  // a / 2^(E - mb), exact; ties to even
+  if (n >= ldexp(1.0, mb + 1)) {      // rounded up to the next binade
+    n = ldexp(n, -1);
+    E += 1;
+  }
+  if (E > emax) return (sign << (ew + mb)) | inf;  // overflow rounds to infinity
+  unsigned ebits = 0, mant = (unsigned)n;
+  if (n >= ldexp(1.0, mb)) {
+    ebits = (unsigned)(E + emax);
+    mant = (unsigned)n - (1u << mb);
+  }
+  return (sign << (ew + mb)) | (ebits << mb) | mant;
+}
+MC_FN unsigned short mc_to_f16(double x) { return (unsigned short)mc_round_bits(x, 10, 5, -14, 15); }
+MC_FN unsigned short mc_to_bf16(double x) { return (unsigned short)mc_round_bits(x, 7, 8, -126, 127); }
+
+// The dequantized value of one output element (scale/bias pointers may be null when the
+// op does not use them).
+MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float *row_scale, const float *col_scale,
+                        int bias_mode, const float *bias, long long row, long long col) {
+  double x = (double)acc;
+  if (scale_mode == 1) x = x * (double)alpha;
+  if (scale_mode == 2) {
+    x = x * (double)row_scale[row];
+    x = x * (double)col_scale[col];
+  }
+  if (bias_mode == 1) x = x + (double)bias[row];
+  if (bias_mode == 2) x = x + (double)bias[col];
+  return x;
+}

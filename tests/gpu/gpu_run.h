@@ -1,0 +1,90 @@
+// Runs one SpMM or SDDMM on the GPU end to end (layout, packing, upload, kernel, download)
+// and returns each output element as stored: the integer, or the float's bit pattern.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace magicube::testing {
+
+inline size_t out_bytes(OutType t) {
+  switch (t) {
+    case OutType::Int32: return 4;
+    case OutType::Int64: return 8;
+    case OutType::F32: return 4;
+    default: return 2;
+  }
+}
+
+// Elements as stored, widened to int64 (ints sign-extended, float bits zero-extended).
+inline llvm::Expected<std::vector<int64_t>> download_out(const DeviceBuffer &buf, int64_t count, OutType t) {
+  auto raw = buf.download<uint8_t>(count * out_bytes(t));
+  if (!raw) return raw.takeError();
+  std::vector<int64_t> v(count);
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t *p = raw->data() + i * out_bytes(t);
+    if (t == OutType::Int32) { int32_t x; std::memcpy(&x, p, 4); v[i] = x; }
+    else if (t == OutType::Int64) { int64_t x; std::memcpy(&x, p, 8); v[i] = x; }
+    else if (t == OutType::F32) { uint32_t x; std::memcpy(&x, p, 4); v[i] = x; }
+    else { uint16_t x; std::memcpy(&x, p, 2); v[i] = x; }
+  }
+  return v;
+}
+
+inline llvm::Expected<std::vector<int64_t>> gpu_spmm(Context &ctx, const Plan &p, const VectorSparse &a,
+                                                     const std::vector<int64_t> &b, int64_t n,
+                                                     const EpilogueArgs *epi = nullptr) {
+  auto layout = build_srbcrs(a, p);
+  if (!layout) return layout.takeError();
+  auto pa = pack_lhs(*layout, p);
+  if (!pa) return pa.takeError();
+  auto pb = pack_rhs(b, a.cols, n, p);
+  if (!pb) return pb.takeError();
+  auto da = upload(*pa, *layout);
+  if (!da) return da.takeError();
+  auto db = upload(*pb);
+  if (!db) return db.takeError();
+  auto de = upload(epi ? *epi : EpilogueArgs{});
+  if (!de) return de.takeError();
+  auto c = DeviceBuffer::allocate(std::max<size_t>(1, a.rows * n * out_bytes(p.spec.out)));
+  if (!c) return c.takeError();
+  if (auto e = c->memset(0xAB)) return std::move(e);  // poison: every element must be written
+  auto k = Kernel::get(ctx, p);
+  if (!k) return k.takeError();
+  if (auto e = (*k)->launch(*da, *db, c->ptr(), nullptr, &*de)) return std::move(e);
+  if (auto e = ctx.synchronize()) return std::move(e);
+  return download_out(*c, a.rows * n, p.spec.out);
+}
+
+// SDDMM with the mask laid out at `stride`; the output in `layout` order.
+inline llvm::Expected<std::vector<int64_t>> gpu_sddmm(Context &ctx, const Plan &p, const VectorSparse &mask,
+                                                      const SrBcrs &m, const std::vector<int64_t> &a,
+                                                      const std::vector<int64_t> &b, int64_t k, SparseLayout layout,
+                                                      const EpilogueArgs *epi = nullptr) {
+  auto pa = pack_sddmm_lhs(a, mask.rows, k, p);
+  if (!pa) return pa.takeError();
+  auto pb = pack_sddmm_rhs(b, k, mask.cols, p);
+  if (!pb) return pb.takeError();
+  auto dm = upload_mask(m, mask);
+  if (!dm) return dm.takeError();
+  auto da = upload(*pa);
+  if (!da) return da.takeError();
+  auto db = upload(*pb);
+  if (!db) return db.takeError();
+  auto de = upload(epi ? *epi : EpilogueArgs{});
+  if (!de) return de.takeError();
+  int64_t count = (layout == SparseLayout::Bcrs ? mask.num_vectors() : m.num_slots()) * mask.v;
+  auto out = DeviceBuffer::allocate(std::max<int64_t>(1, count) * out_bytes(p.spec.out));
+  if (!out) return out.takeError();
+  if (auto e = out->memset(0xAB)) return std::move(e);
+  auto kern = Kernel::get(ctx, p);
+  if (!kern) return kern.takeError();
+  if (auto e = (*kern)->launch_sddmm(*dm, *da, *db, out->ptr(), layout, nullptr, &*de)) return std::move(e);
+  if (auto e = ctx.synchronize()) return std::move(e);
+  return download_out(*out, count, p.spec.out);
+}
+
+}  // namespace magicube::testing

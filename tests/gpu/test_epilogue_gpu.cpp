@@ -1,0 +1,112 @@
+// Float outputs on the GPU: f32, f16 and bf16 with no scale, a per-tensor scale or per-row x
+// per-column scales, and (SpMM) a per-row or per-column bias, for both ops. The kernel's
+// double epilogue is the CPU's (templates/epilogue_math.cuh), so every stored value must
+// equal the round-to-nearest-even of the double reference computed from the exact int64
+// result: bit for bit (which bounds f32 within 1e-6 relative of the double value, and f16/bf16
+// at their rounding of it). Skips with a one-line reason without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/planner.h"
+#include "runtime/reference.h"
+#include "tests/gpu/gpu_env.h"
+#include "tests/gpu/gpu_run.h"
+#include "tests/test_util.h"
+
+using namespace magicube;
+using namespace magicube::testing;
+
+namespace {
+
+int64_t stored(OutType t, double x) {
+  if (t == OutType::F32) return f32_bits(x);
+  if (t == OutType::F16) return f16_bits(x);
+  return bf16_bits(x);
+}
+
+EpilogueArgs random_args(std::mt19937_64 &rng, int64_t rows, int64_t cols, Bias bias) {
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  EpilogueArgs e;
+  e.alpha = 0.0123f;
+  for (int64_t i = 0; i < rows; ++i) e.row_scale.push_back(u(rng) * 1e-2f);
+  for (int64_t i = 0; i < cols; ++i) e.col_scale.push_back(u(rng));
+  int64_t nb = bias == Bias::Row ? rows : cols;
+  for (int64_t i = 0; i < nb; ++i) e.bias.push_back(u(rng) * 100);
+  return e;
+}
+
+struct Variant {
+  OpKind op;
+  ElemType l, r;
+  int v;
+  OutType out;
+  Scale scale;
+  Bias bias;
+  int arch;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> g;
+  int i = 0;
+  for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
+    for (auto [l, r] : {std::pair<ElemType, ElemType>{{8, true}, {8, true}}, {{4, false}, {4, true}},
+                        {{16, true}, {8, true}}, {{12, true}, {4, false}}})
+      for (OutType out : {OutType::F32, OutType::F16, OutType::BF16})
+        for (Scale sc : {Scale::None, Scale::Tensor, Scale::RowCol})
+          for (Bias bi : {Bias::None, Bias::Row, Bias::Col}) {
+            if (op == OpKind::SDDMM && bi != Bias::None) continue;
+            ++i;
+            g.push_back({op, l, r, i % 2 ? 8 : 2, out, sc, bi, i % 5 ? 90 : 80});
+          }
+  return g;
+}
+
+TEST(EpilogueGpu, FloatOutputsEqualTheRoundedDoubleReference) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(31);
+  int failures = 0;
+  for (const Variant &var : variants()) {
+    OpSpec s{var.op, var.l, var.r, var.v, 64, true, var.out, var.arch, var.scale, var.bias};
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    const int64_t m = 45, k = 130, n = 70;
+    std::vector<int64_t> got, want;
+    if (var.op == OpKind::SpMM) {
+      VectorSparse a = random_vector_sparse(rng, m, k, s.v, k, s.lhs);
+      std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+      EpilogueArgs e = random_args(rng, m, n, s.bias);
+      auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
+      ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+      got = *r;
+      std::vector<int64_t> exact = reference_spmm(a, b, n);
+      for (int64_t i = 0; i < m * n; ++i) want.push_back(stored(s.out, dequantize(s, exact[i], e, i / n, i % n)));
+    } else {
+      VectorSparse mask = random_vector_sparse(rng, m, n, s.v, n, ElemType{1, false});
+      std::vector<int64_t> a = random_dense(rng, m * k, s.lhs), b = random_dense(rng, k * n, s.rhs);
+      EpilogueArgs e = random_args(rng, m, n, s.bias);
+      SrBcrs lay = build_srbcrs(mask, 32, false, p->shuffle);
+      auto r = gpu_sddmm(*ctx, *p, mask, lay, a, b, k, SparseLayout::Bcrs, &e);
+      ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+      got = *r;
+      std::vector<int64_t> exact = reference_sddmm(mask, a, b, k);
+      for (int64_t blk = 0; blk < mask.num_blocks(); ++blk)
+        for (int64_t i = mask.block_ptr[blk]; i < mask.block_ptr[blk + 1]; ++i)
+          for (int rr = 0; rr < s.v; ++rr) {
+            int64_t row = blk * s.v + rr;
+            if (row >= m) got[i * s.v + rr] = 0, want.push_back(0);  // rows past M are not written
+            else want.push_back(stored(s.out, dequantize(s, exact[i * s.v + rr], e, row, mask.col[i])));
+          }
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      if (got[i] != want[i]) {
+        ADD_FAILURE() << to_string(s) << ": element " << i << " has bits 0x" << std::hex << got[i] << ", expected 0x"
+                      << want[i] << std::dec << "\n" << p->str();
+        if (++failures >= 5) return;
+        break;
+      }
+  }
+}
+
+}  // namespace

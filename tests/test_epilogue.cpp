@@ -1,0 +1,88 @@
+// The float epilogue's rounding (shared verbatim with the kernels) against known values and
+// the compiler's own conversions; the IR's epilogue options.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "compiler/planner.h"
+#include "runtime/epilogue.h"
+
+using namespace magicube;
+
+namespace {
+
+TEST(Epilogue, F16RoundingKnownValues) {
+  EXPECT_EQ(f16_bits(1.0), 0x3c00);
+  EXPECT_EQ(f16_bits(-2.0), 0xc000);
+  EXPECT_EQ(f16_bits(65504.0), 0x7bff);
+  EXPECT_EQ(f16_bits(65519.9), 0x7bff);
+  EXPECT_EQ(f16_bits(65520.0), 0x7c00);  // ties to even: infinity
+  EXPECT_EQ(f16_bits(1e9), 0x7c00);
+  EXPECT_EQ(f16_bits(std::ldexp(1.0, -24)), 0x0001);
+  EXPECT_EQ(f16_bits(std::ldexp(1.0, -25)), 0x0000);      // tie to even: 0
+  EXPECT_EQ(f16_bits(3 * std::ldexp(1.0, -25)), 0x0002);  // tie to even: 2
+  EXPECT_EQ(f16_bits(std::ldexp(1.0, -14)), 0x0400);      // smallest normal
+  EXPECT_EQ(f16_bits(1.0 + std::ldexp(1.0, -11)), 0x3c00);  // tie to even
+  EXPECT_EQ(f16_bits(1.0 + 3 * std::ldexp(1.0, -11)), 0x3c02);
+  EXPECT_EQ(f16_bits(0.0), 0x0000);
+}
+
+TEST(Epilogue, RoundingMatchesTheCompilersConversions) {
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 200000; ++i) {
+    double x = std::ldexp(double(int64_t(rng() % (1ull << 53)) - (1ll << 52)), int(rng() % 80) - 60);
+    _Float16 h = (_Float16)x;  // libgcc's correctly rounded conversion
+    uint16_t hb;
+    std::memcpy(&hb, &h, 2);
+    ASSERT_EQ(f16_bits(x), hb) << x;
+    // bf16 of a float value: the classic round-to-nearest-even bit trick.
+    float f = float(x);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    uint16_t bb = uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    if (double(f) == x && std::isfinite(f)) ASSERT_EQ(bf16_bits(x), bb) << x;
+    ASSERT_EQ(f16_value(f16_bits(x)), double(h));
+  }
+}
+
+TEST(Epilogue, DequantizeAppliesScalesAndBias) {
+  OpSpec s;
+  s.out = OutType::F32;
+  s.scale = Scale::RowCol;
+  s.bias = Bias::Col;
+  EpilogueArgs a;
+  a.row_scale = {0.5f, 2.0f};
+  a.col_scale = {3.0f, 0.25f, 1.0f};
+  a.bias = {1.0f, -1.0f, 0.5f};
+  EXPECT_DOUBLE_EQ(dequantize(s, 10, a, 1, 1), 10 * 2.0 * 0.25 - 1.0);
+  s.scale = Scale::Tensor;
+  s.bias = Bias::Row;
+  a.alpha = 0.125f;
+  a.bias = {4.0f, 8.0f};
+  EXPECT_DOUBLE_EQ(dequantize(s, -16, a, 1, 2), -16 * 0.125 + 8.0);
+}
+
+TEST(Epilogue, IrCarriesTheOptions) {
+  auto s = parse_opspec("spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90");
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  EXPECT_EQ(s->scale, Scale::RowCol);
+  EXPECT_EQ(s->bias, Bias::Col);
+  EXPECT_EQ(to_string(*s), "spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90");
+  auto j = opspec_from_json(to_json(*s));
+  ASSERT_TRUE(bool(j));
+  EXPECT_EQ(*j, *s);
+  auto bad = parse_opspec("spmm.s8xs8.v8.n64.pf.i32+rc.sm_90");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("needs a float output"), std::string::npos);
+  auto sd = parse_opspec("sddmm.s8xs8.v8.n64.pf.f16+t+rowbias.sm_90");
+  ASSERT_FALSE(bool(sd));
+  EXPECT_NE(llvm::toString(sd.takeError()).find("SDDMM takes no bias"), std::string::npos);
+  auto p = plan(*s);
+  ASSERT_TRUE(bool(p));
+  EXPECT_NE(p->str().find("row_scale[r] * col_scale[c] + bias[c]"), std::string::npos) << p->str();
+  EXPECT_NE(p->kernel_name().find("_f16"), std::string::npos);
+}
+
+}  // namespace
