@@ -163,22 +163,25 @@ DeviceBuffer Spmm::allocate_output(int64_t m, int64_t n) const {
               Error::Kind::Cuda);
 }
 
-void Spmm::load() const {
-  const Context &ctx = primary_context(state_->options.device);
-  std::lock_guard<std::mutex> lock(state_->mu);
-  if (state_->kernel) return;
-  // A plan for a newer arch than the device's is the caller's mistake, not a compile error.
-  (void)take(target_arch(state_->plan, ctx.compute_capability()), Error::Kind::Invalid);
-  state_->kernel = take(Kernel::get(ctx, state_->plan), Error::Kind::Compile);
+namespace {
+// The kernel of `plan`, loaded on first use (the context is made current either way).
+std::shared_ptr<const Kernel> loaded_kernel(int device, const Plan &plan, std::mutex &mu,
+                                            std::shared_ptr<const Kernel> &kernel) {
+  const Context &ctx = primary_context(device);
+  std::lock_guard<std::mutex> lock(mu);
+  if (!kernel) {
+    // A plan for a newer arch than the device's is the caller's mistake, not a compile error.
+    (void)take(target_arch(plan, ctx.compute_capability()), Error::Kind::Invalid);
+    kernel = take(Kernel::get(ctx, plan), Error::Kind::Compile);
+  }
+  return kernel;
 }
+}  // namespace
+
+void Spmm::load() const { loaded_kernel(state_->options.device, state_->plan, state_->mu, state_->kernel); }
 
 void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const {
-  load();  // makes the context current, too
-  std::shared_ptr<const Kernel> k;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    k = state_->kernel;
-  }
+  auto k = loaded_kernel(state_->options.device, state_->plan, state_->mu, state_->kernel);
   check(k->launch(a, b, c, stream), Error::Kind::Invalid);  // a DriverError still becomes Kind::Cuda
 }
 

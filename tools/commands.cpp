@@ -1,0 +1,184 @@
+// plan, compile and cache (run is in run.cpp).
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cache/disk_cache.h"
+#include "cache/nvrtc.h"
+#include "compiler/codegen.h"
+#include "compiler/planner.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "runtime/kernel.h"
+#include "tools/commands.h"
+
+namespace magicube::tool {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+std::string human_bytes(uint64_t b) {
+  if (b < 1024) return std::to_string(b) + " B";
+  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double x = double(b);
+  int u = -1;
+  while (x >= 1024 && u < 3) x /= 1024, ++u;
+  return fmt::format("{:.1f} {}", x, units[u]);
+}
+
+// Writes `bytes` to `path` ("-": stdout); the error names the file.
+llvm::Error write_file(const std::string &path, const std::string &bytes) {
+  if (path == "-") {
+    llvm::outs() << bytes;
+    llvm::outs().flush();
+    return llvm::Error::success();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) return err("-o " + path + ": cannot open for writing: " + ec.message());
+  os << bytes;
+  os.close();
+  if (os.has_error()) {
+    std::string msg = os.error().message();
+    os.clear_error();
+    return err("-o " + path + ": write failed: " + msg);
+  }
+  return llvm::Error::success();
+}
+}  // namespace
+
+int fail(llvm::Error e) {
+  llvm::errs() << "magicube: error: " << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+int fail(const llvm::Twine &message) { return fail(err(message)); }
+
+llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
+  OpSpec s;
+  auto op = parse_op(f.op);
+  if (!op) return op.takeError();
+  auto lhs = parse_elem(f.lhs, "lhs");
+  if (!lhs) return lhs.takeError();
+  auto rhs = parse_elem(f.rhs, "rhs");
+  if (!rhs) return rhs.takeError();
+  auto out = parse_out(f.out);
+  if (!out) return out.takeError();
+  auto arch = parse_arch(f.arch);
+  if (!arch) return arch.takeError();
+  s.op = *op;
+  s.lhs = *lhs;
+  s.rhs = *rhs;
+  s.v = f.v;
+  s.bsn = f.bsn;
+  s.prefetch = !f.no_prefetch;
+  s.out = *out;
+  s.arch = *arch;
+  if (auto e = validate(s)) return e;
+  return s;
+}
+
+llvm::Expected<Plan> pick_plan(const OpSpec &spec, int candidate) {
+  auto plans = plan_candidates(spec);
+  if (!plans) return plans.takeError();
+  if (candidate < 0 || size_t(candidate) >= plans->size())
+    return err("candidate: --candidate=" + llvm::Twine(candidate) + " is out of range: " + to_string(spec) + " has " +
+               llvm::Twine(plans->size()) + " candidate plan(s) (allowed: 0.." + llvm::Twine(plans->size() - 1) +
+               "; see plan --all)");
+  return std::move((*plans)[candidate]);
+}
+
+int cmd_plan(const OpFlags &f, const std::string &format, bool all) {
+  if (format != "text" && format != "json")
+    return fail("format: '" + format + "' is not allowed (allowed: text, json)");
+  auto spec = spec_from_flags(f);
+  if (!spec) return fail(spec.takeError());
+  auto plans = plan_candidates(*spec);
+  if (!plans) return fail(plans.takeError());
+  std::vector<Plan> shown;
+  if (all) {
+    shown = *plans;
+  } else {
+    auto p = pick_plan(*spec, f.candidate);
+    if (!p) return fail(p.takeError());
+    shown.push_back(std::move(*p));
+  }
+  if (format == "json") {
+    llvm::json::Array arr;
+    for (const Plan &p : shown) arr.push_back(to_json(p));
+    llvm::json::Value v = all ? llvm::json::Value(std::move(arr)) : std::move(arr[0]);
+    llvm::outs() << llvm::formatv("{0:2}", v) << "\n";
+  } else {
+    for (size_t i = 0; i < shown.size(); ++i) {
+      if (all) llvm::outs() << "# --candidate=" << i << " (" << i + 1 << " of " << plans->size() << ")\n";
+      llvm::outs() << shown[i].str();
+    }
+  }
+  return 0;
+}
+
+int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &out_file) {
+  if (emit.empty()) return fail("emit: --emit is required (allowed: cuda, ptx, cubin)");
+  if (emit != "cuda" && emit != "ptx" && emit != "cubin")
+    return fail("emit: '" + emit + "' is not allowed (allowed: cuda, ptx, cubin)");
+  if (out_file.empty()) return fail("-o: an output file is required (-o FILE, or -o - for stdout)");
+  auto spec = spec_from_flags(f);
+  if (!spec) return fail(spec.takeError());
+  auto p = pick_plan(*spec, f.candidate);
+  if (!p) return fail(p.takeError());
+  auto src = generate(*p);
+  if (!src) return fail(src.takeError());
+  std::string bytes;
+  if (emit == "cuda") {
+    bytes = src->source;
+  } else if (emit == "ptx") {
+    auto ptx = nvrtc_compile(src->source, src->name + ".cu", p->spec.arch, Emit::PTX);
+    if (!ptx) return fail(ptx.takeError());
+    bytes = std::move(*ptx);
+  } else {
+    auto cubin = kernel_cubin(*p, *src, p->spec.arch);  // through the process's compile cache
+    if (!cubin) return fail(cubin.takeError());
+    bytes = std::move(*cubin);
+  }
+  if (auto e = write_file(out_file, bytes)) return fail(std::move(e));
+  if (out_file != "-")
+    llvm::outs() << "wrote " << out_file << ": " << emit << " of " << src->name << " for " << arch_name(p->spec.arch)
+                 << " (" << bytes.size() << " bytes)\n";
+  return 0;
+}
+
+int cmd_cache(const std::string &action) {
+  if (action != "path" && action != "stats" && action != "clear")
+    return fail("cache: " + (action.empty() ? std::string("an action is required") : "'" + action + "' is not an action") +
+                " (allowed: path, stats, clear)");
+  auto path = DiskCache::default_path();
+  if (!path) return fail(path.takeError());
+  bool disabled = false;
+  if (const char *v = std::getenv("MAGICUBE_CACHE")) disabled = std::string(v) == "0";
+  if (action == "path") {
+    llvm::SmallString<256> abs(*path);
+    (void)llvm::sys::fs::make_absolute(abs);
+    llvm::sys::path::remove_dots(abs, /*remove_dot_dot=*/true);
+    llvm::outs() << abs << "\n";
+    if (disabled) llvm::errs() << "magicube: note: the disk cache is disabled by MAGICUBE_CACHE=0\n";
+    return 0;
+  }
+  auto cache = DiskCache::open(*path);
+  if (!cache) return fail(cache.takeError());
+  DiskCache::Stats st = cache->stats();
+  if (action == "stats") {
+    llvm::outs() << "path     " << cache->path() << "\n"
+                 << "enabled  " << (cache->enabled() ? "yes" : "no (MAGICUBE_CACHE=0)") << "\n"
+                 << "entries  " << st.entries << "\n"
+                 << "bytes    " << st.bytes << " (" << human_bytes(st.bytes) << ")\n";
+    return 0;
+  }
+  if (auto e = cache->clear()) return fail(std::move(e));
+  llvm::outs() << "cleared " << st.entries << " entries (" << human_bytes(st.bytes) << ") from " << cache->path()
+               << "\n";
+  return 0;
+}
+
+}  // namespace magicube::tool

@@ -1,0 +1,60 @@
+// The subcommands of the magicube tool, free of llvm::cl: tools/magicube.cpp parses the
+// command line into these structs and calls one cmd_* function, whose result is the
+// process's exit status:
+//   0  success
+//   1  bad input (the message names it), a failed compile, write or CUDA call, a mismatch
+//   2  nothing was run: no GPU, or the op is not implemented by the command yet
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/ir.h"
+#include "compiler/plan.h"
+#include "llvm/Support/Error.h"
+
+namespace magicube::tool {
+
+// The op flags shared by plan, compile and run.
+struct OpFlags {
+  std::string op = "spmm", lhs = "s8", rhs = "s8", out = "int32", arch = "sm_90";
+  int v = 8, bsn = 64;
+  bool no_prefetch = false;
+  bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
+  int candidate = 0;        // index into plan_candidates (0 = best)
+};
+
+// The validated OpSpec of the flags; the error names the bad flag.
+llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f);
+// Candidate `f.candidate` of plan_candidates(spec); the error names the index and the count.
+llvm::Expected<Plan> pick_plan(const OpSpec &spec, int candidate);
+
+// Prints "magicube: error: <message>" on stderr; returns 1.
+int fail(llvm::Error e);
+int fail(const llvm::Twine &message);
+
+// plan: --format=text|json, --all for every candidate.
+int cmd_plan(const OpFlags &f, const std::string &format, bool all);
+
+// compile: writes the CUDA source, PTX or cubin of the chosen plan to `out_file` ("-" for
+// stdout), for the plan's arch.
+int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &out_file);
+
+// cache path|stats|clear on the default disk cache.
+int cmd_cache(const std::string &action);
+
+struct RunArgs {
+  std::string matrix;  // a DLMC .smtx file, dilated by V; or else a synthetic matrix:
+  int64_t m = 0, k = 0;
+  double sparsity = -1;  // fraction of zero vectors per row-block, in [0, 1)
+  bool m_given = false, k_given = false, sparsity_given = false;
+  int64_t n = 0;
+  int repeat = 50, warmup = 10;
+  uint64_t seed = 1;
+};
+
+// run: builds random inputs, runs the kernel once and checks it bit-exact against the int64
+// reference, then times `repeat` launches with CUDA events.
+int cmd_run(const OpFlags &f, const RunArgs &args);
+
+}  // namespace magicube::tool
