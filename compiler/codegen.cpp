@@ -76,18 +76,15 @@ struct Gen {
   // plan's 4-bit shuffle (the builder stored the column of k-position shuffle[p] at slot p).
   std::string slot_of(const std::string &kk) const {
     if (!p.shuffle_b) return kk;
-    int inv[8];
-    for (int s = 0; s < 8; ++s) inv[p.shuffle[s]] = s;
-    std::string tbl;
-    for (int i = 0; i < 8; ++i) tbl += (i ? "," : "") + S(inv[i]);
-    return "(((" + kk + ") & ~7) | ((0x" + [&] {
-      // pack the 8 3-bit entries into one constant: entry i at bits 4i
-      unsigned v = 0;
-      for (int i = 0; i < 8; ++i) v |= unsigned(inv[i]) << (4 * i);
-      std::ostringstream h;
-      h << std::hex << v;
-      return h.str();
-    }() + "u >> ((" + kk + ") & 7) * 4) & 7))";
+    const int G = int(p.shuffle.size());
+    std::vector<int> inv(G);
+    for (int s = 0; s < G; ++s) inv[p.shuffle[s]] = s;
+    unsigned long long table = 0;  // entry i (4 bits) at bits 4i
+    for (int i = 0; i < G; ++i) table |= (unsigned long long)inv[i] << (4 * i);
+    std::ostringstream h;
+    h << std::hex << table;
+    return "(((" + kk + ") & ~" + S(G - 1) + ") | (int)((0x" + h.str() + "ull >> (((" + kk + ") & " + S(G - 1) +
+           ") * 4)) & 15))";
   }
 
   // One operand register of KPR consecutive k-values of a chunk plane starting at element
@@ -295,7 +292,9 @@ struct Gen {
         b << "      const int crow = gid + 8 * (i >> 1), ccol = tig * 2 + (i & 1);\n";
       else
         b << "      const int crow = gid, ccol = tig * 2 + i;\n";
-      if (dense_on_m())
+      if (fast())  // mma row m holds the warp's column 2 * (m % 8) + m / 8 (ldmatrix.trans order)
+        b << "      const int vidx = ccol, col = n_base + nw + 2 * gid + (i >> 1);\n";
+      else if (dense_on_m())
         b << "      const int vidx = ccol, col = n_base + nw + crow;\n";
       else
         b << "      const int vidx = crow, col = n_base + nw + " << 8 * t << " + ccol;\n";
@@ -313,6 +312,120 @@ struct Gen {
       }
       b << "    }\n  }\n";
     }
+  }
+
+  // ---- SpMM fast path: int8 m16n8k32, dense dimension on M --------------------------------
+  // B rows go global -> shared memory through a STAGES-deep cp.async ring (4-bit planes are
+  // widened to bytes on the way); ldmatrix.x4.trans.b16 + two prmt per register pair turn
+  // them into k-contiguous A fragments (the plan's 16-slot shuffle matches that k order).
+  bool fast() const {
+    return !sddmm() && dense_on_m() && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32};
+  }
+  // Ring depth: 3 strides in flight with the prefetch pipeline on, 1 (gather, then
+  // compute) with it off.
+  int stages() const { return p.spec.prefetch ? 3 : 1; }
+
+  void fast_gather(const std::string &st) {
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      const Chunk &c = p.rhs[j];
+      const std::string J = S(j);
+      const int src_bytes = p.spec.bsn * c.storage_bits / 8, pieces = src_bytes / 16, total = p.shape.k * pieces;
+      const int iters = (total + threads - 1) / threads;
+      b << "    #pragma unroll\n    for (int gi = 0; gi < " << iters << "; ++gi) {  // plane " << J << ": " << p.shape.k
+        << " rows x " << pieces << " x 16 bytes" << (c.storage_bits == 4 ? " (4-bit, widened to bytes)" : "") << "\n";
+      b << "      const int i = threadIdx.x + gi * THREADS;\n";
+      b << "      if (" << (total % threads ? "i < " + S(total) : std::string("true")) << ") {\n";
+      b << "        const int kk = i / " << pieces << ", piece = i % " << pieces << ";\n";
+      b << "        const int col = max(col_idx[begin + (" << st << ") * KS + kk], 0);  // pad (-1) reads row 0\n";
+      b << "        unsigned char *dst = &sb" << J << "[(" << st << ") % STAGES][kk][0];\n";
+      if (c.storage_bits == 8) {
+        b << "        const unsigned char *src = b" << J << " + (long long)col * ldb + n_base + piece * 16;\n";
+        b << "        asm volatile(\"cp.async.ca.shared.global [%0], [%1], 16;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(dst + piece * 16)), \"l\"(src));\n";
+      } else {
+        b << "        const uint4 x = __ldg((const uint4 *)(b" << J << " + ((long long)col * ldb + n_base) / 2) + piece);\n";
+        std::string sg = c.is_signed ? "true" : "false";
+        b << "        uint4 lo, hi;\n";
+        b << "        lo.x = mc_widen4to8(x.x & 0xffff, " << sg << "); lo.y = mc_widen4to8(x.x >> 16, " << sg << ");\n";
+        b << "        lo.z = mc_widen4to8(x.y & 0xffff, " << sg << "); lo.w = mc_widen4to8(x.y >> 16, " << sg << ");\n";
+        b << "        hi.x = mc_widen4to8(x.z & 0xffff, " << sg << "); hi.y = mc_widen4to8(x.z >> 16, " << sg << ");\n";
+        b << "        hi.z = mc_widen4to8(x.w & 0xffff, " << sg << "); hi.w = mc_widen4to8(x.w >> 16, " << sg << ");\n";
+        b << "        *(uint4 *)(dst + piece * 32) = lo;\n        *(uint4 *)(dst + piece * 32 + 16) = hi;\n";
+      }
+      b << "      }\n    }\n";
+    }
+  }
+
+  // ldmatrix.trans + prmt fragments of every rhs plane from ring slot `slot`, then the mmas.
+  void fast_frags_and_mmas() {
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      b << "    u32 rf" << j << "[4];  // rhs chunk " << j << ": rows 2*gid, 2*gid+1 of the warp's 16 columns\n";
+      b << "    {\n      u32 r0, r1, r2, r3;\n";
+      b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+        << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
+        << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw])));\n";
+      b << "      rf" << j << "[0] = __byte_perm(r0, r1, 0x6420);  // column 2*gid,   k rows {2t, 2t+1, 8+2t, 9+2t}\n";
+      b << "      rf" << j << "[1] = __byte_perm(r0, r1, 0x7531);  // column 2*gid+1\n";
+      b << "      rf" << j << "[2] = __byte_perm(r2, r3, 0x6420);  // the same, k rows 16..31\n";
+      b << "      rf" << j << "[3] = __byte_perm(r2, r3, 0x7531);\n    }\n";
+    }
+    for (const Term &t : p.terms) {
+      if (t.slot != 0) continue;
+      bool a_s = p.rhs[t.rhs_chunk].is_signed, b_s = p.groups[t.group].is_signed;
+      b << "    " << wrapper_name(p.shape, 8, a_s, b_s) << "(acc_g" << t.group << "_r" << t.rhs_chunk << "_t0, rf"
+        << t.rhs_chunk << ", lf" << t.group << ");\n";
+    }
+  }
+
+  std::string fast_body() {
+    const int nc = c_regs(p.shape), nb = b_regs(p.shape, 8);
+    b << "  constexpr int STAGES = " << stages() << ";  // cp.async ring depth\n";
+    b << "  // ---- shared memory: a ring of gathered B strides, bytes, rows padded by 16 (conflict-free ldmatrix) ----\n";
+    for (size_t j = 0; j < p.rhs.size(); ++j)
+      b << "  __shared__ __align__(16) unsigned char sb" << j << "[STAGES][KS][" << p.spec.bsn + 16 << "];  // "
+        << p.rhs[j].str() << "\n";
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      for (size_t j = 0; j < p.rhs.size(); ++j) b << "  int acc_g" << g << "_r" << j << "_t0[" << nc << "] = {};\n";
+    b << "  const int nstrides = (end - begin) / KS;\n";
+    if (stages() == 1) {
+      for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << nb << "];\n";
+      b << "  for (int it = 0; it < nstrides; ++it) {  // no prefetch: gather, wait, compute\n";
+      b << "    const int s = begin + it * KS;\n    {\n      const int st = it;\n";
+      fast_gather("st");
+      b << "    }\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
+      lhs_frags("lf", false);
+      b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    __syncthreads();\n    const int slot = 0;\n";
+      fast_frags_and_mmas();
+      b << "    __syncthreads();\n  }\n";
+      epilogue();
+      return b.str();
+    }
+    b << "  // ---- prologue: strides 0 .. STAGES-2 in flight, A's first stride in registers ----\n";
+    b << "  #pragma unroll\n  for (int st = 0; st < STAGES - 1; ++st) {\n    if (st < nstrides) {\n";
+    fast_gather("st");
+    b << "    }\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n  }\n";
+    for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << nb << "] = {};\n";
+    b << "  if (nstrides > 0) {\n    const int s = begin;\n";
+    lhs_frags("lf", false, "    ");
+    b << "  }\n";
+    b << "  for (int it = 0; it < nstrides; ++it) {\n";
+    b << "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(STAGES - 2));  // stride it has landed\n";
+    b << "    __syncthreads();\n";
+    b << "    {  // keep the ring full: stride it + STAGES - 1 into the slot freed by stride it - 1\n";
+    b << "      const int st = it + STAGES - 1;\n      if (st < nstrides) {\n";
+    fast_gather("st");
+    b << "      }\n      asm volatile(\"cp.async.commit_group;\\n\" ::);\n    }\n";
+    for (size_t g = 0; g < p.groups.size(); ++g) b << "    u32 ln" << g << "[" << nb << "] = {};\n";
+    b << "    if (it + 1 < nstrides) {  // A's next stride, one step ahead\n      const int s = begin + (it + 1) * KS;\n";
+    lhs_frags("ln", false, "      ");
+    b << "    }\n";
+    b << "    const int slot = it % STAGES;\n";
+    fast_frags_and_mmas();
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      b << "    #pragma unroll\n    for (int i = 0; i < " << nb << "; ++i) lf" << g << "[i] = ln" << g << "[i];\n";
+    b << "  }\n";
+    b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n";
+    epilogue();
+    return b.str();
   }
 
   std::string sddmm_body() {
@@ -458,7 +571,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
               is_float(p.spec.out) ? ",\n                float alpha, const float *__restrict__ row_scale,"
                                      " const float *__restrict__ col_scale, const float *__restrict__ bias"
                                    : "");
-  replace_all(kernel, "{{BODY}}", sddmm ? gen.sddmm_body() : gen.body());
+  replace_all(kernel, "{{BODY}}", sddmm ? gen.sddmm_body() : gen.fast() ? gen.fast_body() : gen.body());
   src << kernel;
   ks.source = src.str();
   return ks;

@@ -79,8 +79,8 @@ std::string Plan::str() const {
       << t.slot << "  " << t.mma << "\n";
   o << "  srbcrs    stride " << k_stride << ", two row pointers per row-block, pad column -1";
   if (shuffle_b) {
-    o << ", 4-bit column shuffle [";
-    for (int i = 0; i < 8; ++i) o << (i ? " " : "") << shuffle[i];
+    o << ", column shuffle (slot -> k) [";
+    for (size_t i = 0; i < shuffle.size(); ++i) o << (i ? " " : "") << shuffle[i];
     o << "]";
   }
   o << "\n  epilogue  ";

@@ -65,12 +65,13 @@ struct Plan {
   std::vector<StackGroup> groups;  // mmas per rhs chunk per k-step = groups.size()
   std::vector<Term> terms;         // one per (lhs chunk, rhs chunk)
   std::vector<ExchangeStep> exchange;
-  // SR-BCRS: stride (vectors per stride = the mma's k) and the 4-bit column-index shuffle:
-  // within each group of 8 slots, the vector stored at slot p is multiplied at k-position
-  // shuffle[p] (identity when !shuffle_b).
+  // SR-BCRS: stride (vectors per stride = the mma's k) and the column-index shuffle: within
+  // each group of G = shuffle.size() slots, the vector stored at slot p is multiplied at
+  // k-position shuffle[p] (no shuffle when !shuffle_b). The kernel's B data movement fixes
+  // it: the 4-bit nibble split (G = 8) or ldmatrix.trans + prmt of int8 B (G = 16).
   int k_stride = 32;
   bool shuffle_b = false;
-  std::array<int, 8> shuffle{0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<int> shuffle;
   // Exactness: int32 output exact for reduction length K <= max_exact_k (two's-complement
   // wrap makes the int32 sum of terms exact whenever the true result fits); every term's
   // int32 accumulator exact for K <= max_term_k (what int64 outputs need).

@@ -164,10 +164,11 @@ llvm::Expected<std::vector<int64_t>> interpret_spmm(const Plan &p, const SrBcrs 
         // A's stride as stored (row-major, natural k order).
         auto lhs_stack = stack_lhs(p, [&](int r, int kk) { return a.values[a.value_index(s + kk, r)]; });
         // B rows gathered by the stored column indices (pad -1 reads row 0, times A's zero);
-        // slot p lands at k-position shuffle[p] within its group of 8.
+        // slot p lands at k-position shuffle[p] within its group of G.
         std::vector<std::vector<int64_t>> rhs(k, std::vector<int64_t>(ds, 0));
+        const int G = p.shuffle_b ? int(p.shuffle.size()) : 1;
         for (int slot = 0; slot < k; ++slot) {
-          int kk = p.shuffle_b ? (slot / 8) * 8 + p.shuffle[slot % 8] : slot;
+          int kk = p.shuffle_b ? (slot / G) * G + p.shuffle[slot % G] : slot;
           int64_t row = std::max<int64_t>(a.col_idx[s + slot], 0);
           for (int d = 0; d < ds; ++d)
             if (d0 + d < n) rhs[kk][d] = b[row * n + d0 + d];  // columns past N load as 0

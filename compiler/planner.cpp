@@ -104,11 +104,21 @@ Plan make_plan(const OpSpec &spec, const MmaOption &opt, Orientation orient) {
   p.exchange = exchange_steps(orient, p.shape, spec.v, int(used_slots));
 
   p.k_stride = p.shape.k;
-  // 4-bit B in SpMM: the gathered rows are transposed at byte granularity and the nibbles
-  // split by mask/shift/or of two registers (k0..3 | k4..7), which lands the vector stored
-  // at slot p at k-position shuffle[p]; the builder shuffles column indices to match.
-  p.shuffle_b = spec.op == OpKind::SpMM && opt.bits == 4;
-  if (p.shuffle_b) p.shuffle = {0, 2, 4, 6, 1, 3, 5, 7};
+  // SpMM's B rows are gathered into shared memory and transposed on the way to the mma;
+  // the builder shuffles column indices so that the slot order matches the k order the
+  // transpose produces:
+  // - int4 B: transposed at byte granularity, nibbles split by mask/shift/or of two
+  //   registers (k0..3 | k4..7): slot p lands at k-position shuffle[p] in groups of 8;
+  // - int8 B with the dense dimension on M (m16n8k32): ldmatrix.x4.trans.b16 gives each lane
+  //   k rows {2t, 2t+1} of 8-row matrices, and two prmt per register pair join rows
+  //   {2t, 2t+1, 8+2t, 9+2t} into the k-positions 4t..4t+3: groups of 16.
+  if (spec.op == OpKind::SpMM && opt.bits == 4) {
+    p.shuffle_b = true;
+    p.shuffle = {0, 2, 4, 6, 1, 3, 5, 7};
+  } else if (spec.op == OpKind::SpMM && opt.bits == 8 && orient == Orientation::DenseOnM && p.shape == MmaShape{16, 8, 32}) {
+    p.shuffle_b = true;
+    p.shuffle = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
+  }
 
   // Exactness bounds.
   p.max_exact_k = max_exact_k(spec.lhs, spec.rhs);

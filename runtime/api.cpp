@@ -1,7 +1,11 @@
+#include <algorithm>
+#include <cstring>
+#include <optional>
 #include <map>
 #include <mutex>
 
 #include "compiler/planner.h"
+#include "runtime/epilogue.h"
 #include "runtime/magicube.h"
 
 namespace magicube {
@@ -90,28 +94,152 @@ const Context &primary_context(int device) {
 
 OpSpec parse_spec(const std::string &text) { return take(parse_opspec(text), Error::Kind::Invalid); }
 
-// ---- Spmm --------------------------------------------------------------------------------
+// ---- shared by Spmm and Sddmm ------------------------------------------------------------
 
-struct Spmm::State {
+namespace {
+
+// The plan and the kernel (loaded on first use) of one op; shared by its copies.
+struct OpState {
   Plan plan;
   SpmmOptions options;
   std::mutex mu;
-  std::shared_ptr<const Kernel> kernel;  // loaded on first use
+  std::shared_ptr<const Kernel> kernel;
 };
 
-Spmm::Spmm(const OpSpec &spec, SpmmOptions options) : state_(std::make_shared<State>()) {
-  if (spec.op != OpKind::SpMM)
-    throw Error(Error::Kind::Invalid, std::string("op: Spmm needs an spmm spec, got '") + op_name(spec.op) + "' (" +
-                                          to_string(spec) + ")");
-  if (spec.out != OutType::Int32 && spec.out != OutType::Int64)
-    throw Error(Error::Kind::Invalid, std::string("out: the API runs int32 and int64 outputs; '") + out_name(spec.out) +
-                                          "' is not supported yet (" + to_string(spec) + ")");
+// Candidate `options.candidate` of spec's plans; `cls` ("Spmm") and `want` name the op the
+// class runs.
+Plan plan_op(const OpSpec &spec, const SpmmOptions &options, OpKind want, const char *cls) {
+  if (spec.op != want)
+    throw Error(Error::Kind::Invalid, std::string("op: ") + cls + " needs an " + op_name(want) + " spec, got '" +
+                                          op_name(spec.op) + "' (" + to_string(spec) + ")");
   auto plans = take(plan_candidates(spec), Error::Kind::Invalid);
   if (options.candidate < 0 || size_t(options.candidate) >= plans.size())
     throw Error(Error::Kind::Invalid, "candidate: " + std::to_string(options.candidate) + " is out of range: " +
                                           to_string(spec) + " has " + std::to_string(plans.size()) +
                                           " candidate plan(s) (allowed: 0.." + std::to_string(plans.size() - 1) + ")");
-  state_->plan = std::move(plans[options.candidate]);
+  return std::move(plans[options.candidate]);
+}
+
+int64_t reduction_bound(const Plan &p) { return p.spec.out == OutType::Int32 ? p.max_exact_k : p.max_term_k; }
+
+size_t element_bytes(OutType t) {
+  switch (t) {
+    case OutType::Int32: return 4;
+    case OutType::Int64: return 8;
+    case OutType::F32: return 4;
+    default: return 2;
+  }
+}
+
+// `count` output elements of type `t`, widened to int64 (integers sign-extended, float bit
+// patterns zero-extended).
+std::vector<int64_t> download_elements(const DeviceBuffer &buf, int64_t count, OutType t) {
+  const size_t w = element_bytes(t);
+  std::vector<uint8_t> raw = take(buf.download<uint8_t>(size_t(count) * w), Error::Kind::Cuda);
+  std::vector<int64_t> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t *p = raw.data() + i * w;
+    if (t == OutType::Int32) { int32_t x; std::memcpy(&x, p, 4); v[i] = x; }
+    else if (t == OutType::Int64) { int64_t x; std::memcpy(&x, p, 8); v[i] = x; }
+    else if (t == OutType::F32) { uint32_t x; std::memcpy(&x, p, 4); v[i] = x; }
+    else { uint16_t x; std::memcpy(&x, p, 2); v[i] = x; }
+  }
+  return v;
+}
+
+// Refuses scales or bias that do not fit the spec for an m x n result.
+void check_epilogue_args(const OpSpec &spec, const EpilogueArgs &e, int64_t m, int64_t n) {
+  const std::string in = " (" + to_string(spec) + ")";
+  auto invalid = [&](const std::string &msg) { throw Error(Error::Kind::Invalid, "epilogue: " + msg + in); };
+  if (!is_float(spec.out)) {
+    if (e.alpha != 1.0f || !e.row_scale.empty() || !e.col_scale.empty() || !e.bias.empty())
+      invalid(std::string("scales and bias need a float output (out is ") + out_name(spec.out) + ")");
+    return;
+  }
+  if (spec.scale != Scale::Tensor && e.alpha != 1.0f)
+    invalid("alpha is given but the spec has no per-tensor scale (+t)");
+  if (spec.scale != Scale::RowCol && (!e.row_scale.empty() || !e.col_scale.empty()))
+    invalid("row_scale/col_scale are given but the spec has no rowcol scale (+rc)");
+  if (spec.bias == Bias::None && !e.bias.empty()) invalid("bias is given but the spec has no bias");
+  auto need = [&](const std::vector<float> &v, int64_t count, const char *name, const char *what) {
+    if (int64_t(v.size()) != count)
+      invalid(std::string(name) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(count) +
+              " (" + what + ")");
+  };
+  if (spec.scale == Scale::RowCol) {
+    need(e.row_scale, m, "row_scale", "one per row");
+    need(e.col_scale, n, "col_scale", "one per column");
+  }
+  if (spec.bias == Bias::Row) need(e.bias, m, "bias", "one per row");
+  if (spec.bias == Bias::Col) need(e.bias, n, "bias", "one per column");
+}
+
+// The kernel of `plan`, loaded on first use (the context is made current either way).
+std::shared_ptr<const Kernel> loaded_kernel(OpState &st) {
+  const Context &ctx = primary_context(st.options.device);
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (!st.kernel) {
+    // A plan for a newer arch than the device's is the caller's mistake, not a compile error.
+    (void)take(target_arch(st.plan, ctx.compute_capability()), Error::Kind::Invalid);
+    st.kernel = take(Kernel::get(ctx, st.plan), Error::Kind::Compile);
+  }
+  return st.kernel;
+}
+
+DeviceEpilogue upload_epilogue(const OpState &st, const EpilogueArgs &e) {
+  primary_context(st.options.device);
+  return take(magicube::upload(e), Error::Kind::Cuda);
+}
+
+// A device epilogue passed to an integer output is a mistake.
+void check_device_epilogue(const OpSpec &spec, const DeviceEpilogue *e) {
+  if (e && !is_float(spec.out))
+    throw Error(Error::Kind::Invalid, std::string("epilogue: scales and bias need a float output (out is ") +
+                                          out_name(spec.out) + ") (" + to_string(spec) + ")");
+}
+
+// Waits until the work queued on `stream` so far is done.
+void wait_for(CUstream stream) {
+  Event done = take(Event::create(), Error::Kind::Cuda);
+  check(done.record(stream), Error::Kind::Cuda);
+  check(done.synchronize(), Error::Kind::Cuda);
+}
+
+}  // namespace
+
+int device_arch(int device) {
+  const Context &ctx = primary_context(device);
+  int best = 0;
+  for (int a : {80, 86, 89, 90})
+    if (a <= ctx.compute_capability()) best = a;
+  if (best == 0)
+    throw Error(Error::Kind::Invalid, "device: " + ctx.name() + " is " + arch_name(ctx.compute_capability()) +
+                                          " (supported: sm_80 and newer)");
+  return best;
+}
+
+double stored_value(OutType out, int64_t element) {
+  switch (out) {
+    case OutType::Int32:
+    case OutType::Int64: return double(element);
+    case OutType::F16: return f16_value(uint16_t(element));
+    case OutType::BF16: return bf16_value(uint16_t(element));
+    case OutType::F32: {
+      uint32_t u = uint32_t(element);
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+  }
+  return 0;
+}
+
+// ---- Spmm --------------------------------------------------------------------------------
+
+struct Spmm::State : OpState {};
+
+Spmm::Spmm(const OpSpec &spec, SpmmOptions options) : state_(std::make_shared<State>()) {
+  state_->plan = plan_op(spec, options, OpKind::SpMM, "Spmm");
   state_->options = options;
 }
 
@@ -119,13 +247,8 @@ const OpSpec &Spmm::spec() const { return state_->plan.spec; }
 const Plan &Spmm::plan() const { return state_->plan; }
 const SpmmOptions &Spmm::options() const { return state_->options; }
 std::string Spmm::kernel_name() const { return state_->plan.kernel_name(); }
-
-int64_t Spmm::max_reduction_length() const {
-  const Plan &p = state_->plan;
-  return p.spec.out == OutType::Int32 ? p.max_exact_k : p.max_term_k;
-}
-
-size_t Spmm::output_element_bytes() const { return state_->plan.spec.out == OutType::Int32 ? 4 : 8; }
+int64_t Spmm::max_reduction_length() const { return reduction_bound(state_->plan); }
+size_t Spmm::output_element_bytes() const { return element_bytes(state_->plan.spec.out); }
 
 HostLhs Spmm::pack_lhs(const VectorSparse &a) const {
   const Plan &p = state_->plan;
@@ -145,6 +268,10 @@ PackedRhs Spmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) co
   return take(magicube::pack_rhs(b, k, n, state_->plan), Error::Kind::Invalid);
 }
 
+void Spmm::check_epilogue(const EpilogueArgs &epilogue, int64_t m, int64_t n) const {
+  check_epilogue_args(state_->plan.spec, epilogue, m, n);
+}
+
 DeviceLhs Spmm::upload(const HostLhs &a) const {
   primary_context(state_->options.device);
   return take(magicube::upload(a.packed, a.layout), Error::Kind::Cuda);
@@ -155,6 +282,8 @@ DeviceRhs Spmm::upload(const PackedRhs &b) const {
   return take(magicube::upload(b), Error::Kind::Cuda);
 }
 
+DeviceEpilogue Spmm::upload(const EpilogueArgs &epilogue) const { return upload_epilogue(*state_, epilogue); }
+
 DeviceBuffer Spmm::allocate_output(int64_t m, int64_t n) const {
   if (m < 0 || n < 0)
     throw Error(Error::Kind::Invalid, "c: shape " + std::to_string(m) + " x " + std::to_string(n) + " is negative");
@@ -163,45 +292,196 @@ DeviceBuffer Spmm::allocate_output(int64_t m, int64_t n) const {
               Error::Kind::Cuda);
 }
 
-namespace {
-// The kernel of `plan`, loaded on first use (the context is made current either way).
-std::shared_ptr<const Kernel> loaded_kernel(int device, const Plan &plan, std::mutex &mu,
-                                            std::shared_ptr<const Kernel> &kernel) {
-  const Context &ctx = primary_context(device);
-  std::lock_guard<std::mutex> lock(mu);
-  if (!kernel) {
-    // A plan for a newer arch than the device's is the caller's mistake, not a compile error.
-    (void)take(target_arch(plan, ctx.compute_capability()), Error::Kind::Invalid);
-    kernel = take(Kernel::get(ctx, plan), Error::Kind::Compile);
-  }
-  return kernel;
-}
-}  // namespace
+void Spmm::load() const { loaded_kernel(*state_); }
 
-void Spmm::load() const { loaded_kernel(state_->options.device, state_->plan, state_->mu, state_->kernel); }
-
-void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream) const {
-  auto k = loaded_kernel(state_->options.device, state_->plan, state_->mu, state_->kernel);
-  check(k->launch(a, b, c, stream), Error::Kind::Invalid);  // a DriverError still becomes Kind::Cuda
+void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
+               const DeviceEpilogue *epilogue) const {
+  check_device_epilogue(state_->plan.spec, epilogue);
+  auto k = loaded_kernel(*state_);
+  check(k->launch(a, b, c, stream, epilogue), Error::Kind::Invalid);  // a DriverError still becomes Kind::Cuda
 }
 
-std::vector<int64_t> Spmm::multiply(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n) const {
+void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
+               const EpilogueArgs &epilogue) const {
+  check_epilogue(epilogue, a.rows, b.n);
+  if (!is_float(spec().out)) return run(a, b, c, stream, nullptr);
+  DeviceEpilogue de = upload(epilogue);
+  run(a, b, c, stream, &de);
+  wait_for(stream);
+}
+
+std::vector<int64_t> Spmm::multiply(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
+                                    const EpilogueArgs &epilogue) const {
+  check_epilogue(epilogue, a.rows, n);
   HostLhs ha = pack_lhs(a);
   PackedRhs hb = pack_rhs(b, a.cols, n);
   const Context &ctx = primary_context(state_->options.device);
   DeviceLhs da = upload(ha);
   DeviceRhs db = upload(hb);
   DeviceBuffer c = allocate_output(a.rows, n);
-  run(da, db, c.ptr(), nullptr);
+  std::optional<DeviceEpilogue> de;
+  if (is_float(spec().out)) de.emplace(upload(epilogue));
+  run(da, db, c.ptr(), nullptr, de ? &*de : nullptr);
   check(ctx.synchronize(), Error::Kind::Cuda);
-  size_t count = size_t(a.rows) * size_t(n);
-  if (output_element_bytes() == 8) return take(c.download<int64_t>(count), Error::Kind::Cuda);
-  std::vector<int32_t> c32 = take(c.download<int32_t>(count), Error::Kind::Cuda);
-  return std::vector<int64_t>(c32.begin(), c32.end());
+  return download_elements(c, a.rows * n, spec().out);
 }
 
-std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n) {
-  return Spmm(spec).multiply(a, b, n);
+std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
+                               const EpilogueArgs &epilogue) {
+  return Spmm(spec).multiply(a, b, n, epilogue);
+}
+
+// ---- Sddmm -------------------------------------------------------------------------------
+
+int64_t HostMask::output_elements(SparseLayout l) const {
+  return (l == SparseLayout::Bcrs ? pattern.num_vectors() : layout.num_slots()) * pattern.v;
+}
+
+int64_t HostMask::output_index(SparseLayout l, int64_t vector, int row) const {
+  if (vector < 0 || vector >= pattern.num_vectors() || row < 0 || row >= pattern.v)
+    throw Error(Error::Kind::Invalid, "mask: vector " + std::to_string(vector) + " row " + std::to_string(row) +
+                                          " is out of range (" + std::to_string(pattern.num_vectors()) +
+                                          " vectors of V=" + std::to_string(pattern.v) + ")");
+  if (l == SparseLayout::Bcrs) return vector * pattern.v + row;
+  // The vector's row-block: the last block starting at or before it.
+  auto it = std::upper_bound(pattern.block_ptr.begin(), pattern.block_ptr.end(), vector);
+  int64_t blk = int64_t(it - pattern.block_ptr.begin()) - 1;
+  int64_t slot = layout.row_ptr[2 * blk] + (vector - pattern.block_ptr[blk]);
+  return layout.value_index(slot, row);
+}
+
+struct Sddmm::State : OpState {};
+
+Sddmm::Sddmm(const OpSpec &spec, SddmmOptions options) : state_(std::make_shared<State>()) {
+  state_->plan = plan_op(spec, options, OpKind::SDDMM, "Sddmm");
+  state_->options = options;
+}
+
+const OpSpec &Sddmm::spec() const { return state_->plan.spec; }
+const Plan &Sddmm::plan() const { return state_->plan; }
+const SddmmOptions &Sddmm::options() const { return state_->options; }
+std::string Sddmm::kernel_name() const { return state_->plan.kernel_name(); }
+int64_t Sddmm::max_reduction_length() const { return reduction_bound(state_->plan); }
+size_t Sddmm::output_element_bytes() const { return element_bytes(state_->plan.spec.out); }
+
+HostMask Sddmm::pack_mask(const VectorSparse &mask, int stride) const {
+  const OpSpec &s = state_->plan.spec;
+  auto invalid = [](const std::string &msg) { throw Error(Error::Kind::Invalid, "mask: " + msg); };
+  if (mask.v != s.v) invalid("has V=" + std::to_string(mask.v) + " but the spec " + to_string(s) + " has V=" + std::to_string(s.v));
+  if (stride < 1 || stride > 1024) invalid("stride " + std::to_string(stride) + " is not allowed (allowed: 1..1024)");
+  if (mask.rows < 0 || mask.cols < 0 || mask.rows > INT32_MAX || mask.cols > INT32_MAX)
+    invalid("shape " + std::to_string(mask.rows) + " x " + std::to_string(mask.cols) +
+            " is not allowed (allowed: 0..2^31-1 each)");
+  const int64_t nb = (mask.rows + mask.v - 1) / mask.v;
+  if (int64_t(mask.block_ptr.size()) != nb + 1 || mask.block_ptr.front() != 0 ||
+      mask.block_ptr.back() != mask.num_vectors())
+    invalid("block_ptr has " + std::to_string(mask.block_ptr.size()) + " entries, expected " + std::to_string(nb + 1) +
+            " from 0 to the " + std::to_string(mask.num_vectors()) + " vectors");
+  for (int64_t b = 0; b < nb; ++b) {
+    if (mask.block_ptr[b + 1] < mask.block_ptr[b]) invalid("block_ptr decreases at row-block " + std::to_string(b));
+    for (int64_t i = mask.block_ptr[b]; i < mask.block_ptr[b + 1]; ++i)
+      if (mask.col[i] < 0 || mask.col[i] >= mask.cols ||
+          (i > mask.block_ptr[b] && mask.col[i] <= mask.col[i - 1]))
+        invalid("vector " + std::to_string(i) + " of row-block " + std::to_string(b) + " has column " +
+                std::to_string(mask.col[i]) + " (columns must be in [0, " + std::to_string(mask.cols) +
+                ") and increasing within a row-block)");
+  }
+  HostMask h;
+  h.pattern = mask;
+  h.layout = build_srbcrs(mask, stride, false, state_->plan.shuffle);
+  return h;
+}
+
+PackedDense Sddmm::pack_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k) const {
+  if (m < 0 || k < 1)
+    throw Error(Error::Kind::Invalid, "lhs A: shape " + std::to_string(m) + " x " + std::to_string(k) +
+                                          " is not allowed (M >= 0, K >= 1)");
+  check(check_reduction_length(state_->plan, k), Error::Kind::Invalid);
+  return take(pack_sddmm_lhs(a, m, k, state_->plan), Error::Kind::Invalid);
+}
+
+PackedDense Sddmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const {
+  if (k < 1 || n < 0)
+    throw Error(Error::Kind::Invalid, "rhs B: shape " + std::to_string(k) + " x " + std::to_string(n) +
+                                          " is not allowed (K >= 1, N >= 0)");
+  check(check_reduction_length(state_->plan, k), Error::Kind::Invalid);
+  return take(pack_sddmm_rhs(b, k, n, state_->plan), Error::Kind::Invalid);
+}
+
+void Sddmm::check_epilogue(const EpilogueArgs &epilogue, int64_t m, int64_t n) const {
+  check_epilogue_args(state_->plan.spec, epilogue, m, n);
+}
+
+DeviceMask Sddmm::upload(const HostMask &mask) const {
+  primary_context(state_->options.device);
+  return take(upload_mask(mask.layout, mask.pattern), Error::Kind::Cuda);
+}
+
+DeviceDense Sddmm::upload(const PackedDense &operand) const {
+  primary_context(state_->options.device);
+  return take(magicube::upload(operand), Error::Kind::Cuda);
+}
+
+DeviceEpilogue Sddmm::upload(const EpilogueArgs &epilogue) const { return upload_epilogue(*state_, epilogue); }
+
+namespace {
+DeviceBuffer allocate_elements(int device, int64_t count, size_t bytes) {
+  primary_context(device);
+  return take(DeviceBuffer::allocate(std::max<size_t>(1, size_t(count) * bytes)), Error::Kind::Cuda);
+}
+}  // namespace
+
+DeviceBuffer Sddmm::allocate_output(const HostMask &mask, SparseLayout layout) const {
+  return allocate_elements(state_->options.device, mask.output_elements(layout), output_element_bytes());
+}
+
+DeviceBuffer Sddmm::allocate_output(const DeviceMask &mask, SparseLayout layout) const {
+  int64_t count = (layout == SparseLayout::Bcrs ? mask.num_vectors : mask.num_slots) * mask.v;
+  return allocate_elements(state_->options.device, count, output_element_bytes());
+}
+
+void Sddmm::load() const { loaded_kernel(*state_); }
+
+void Sddmm::run(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
+                SparseLayout layout, CUstream stream, const DeviceEpilogue *epilogue) const {
+  check_device_epilogue(state_->plan.spec, epilogue);
+  auto k = loaded_kernel(*state_);
+  check(k->launch_sddmm(mask, a, b, out, layout, stream, epilogue), Error::Kind::Invalid);
+}
+
+void Sddmm::run(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
+                SparseLayout layout, CUstream stream, const EpilogueArgs &epilogue) const {
+  check_epilogue(epilogue, mask.rows, mask.cols);
+  if (!is_float(spec().out)) return run(mask, a, b, out, layout, stream, nullptr);
+  DeviceEpilogue de = upload(epilogue);
+  run(mask, a, b, out, layout, stream, &de);
+  wait_for(stream);
+}
+
+std::vector<int64_t> Sddmm::multiply(const VectorSparse &mask, const std::vector<int64_t> &a,
+                                     const std::vector<int64_t> &b, int64_t k, SparseLayout layout,
+                                     const EpilogueArgs &epilogue) const {
+  check_epilogue(epilogue, mask.rows, mask.cols);
+  HostMask hm = pack_mask(mask);
+  PackedDense pa = pack_lhs(a, mask.rows, k);
+  PackedDense pb = pack_rhs(b, k, mask.cols);
+  const Context &ctx = primary_context(state_->options.device);
+  DeviceMask dm = upload(hm);
+  DeviceDense da = upload(pa);
+  DeviceDense db = upload(pb);
+  DeviceBuffer out = allocate_output(hm, layout);
+  check(out.memset(0), Error::Kind::Cuda);  // 0 where the kernel writes nothing
+  std::optional<DeviceEpilogue> de;
+  if (is_float(spec().out)) de.emplace(upload(epilogue));
+  run(dm, da, db, out.ptr(), layout, nullptr, de ? &*de : nullptr);
+  check(ctx.synchronize(), Error::Kind::Cuda);
+  return download_elements(out, hm.output_elements(layout), spec().out);
+}
+
+std::vector<int64_t> sddmm_host(const OpSpec &spec, const VectorSparse &mask, const std::vector<int64_t> &a,
+                                const std::vector<int64_t> &b, int64_t k, SparseLayout layout,
+                                const EpilogueArgs &epilogue) {
+  return Sddmm(spec).multiply(mask, a, b, k, layout, epilogue);
 }
 
 }  // namespace magicube

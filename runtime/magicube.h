@@ -1,5 +1,5 @@
 // Magicube JIT's public C++ API (library magicube_api): plan, pack and run a quantized SpMM
-// on an NVIDIA GPU from your own program, with exceptions instead of llvm::Error.
+// or SDDMM on an NVIDIA GPU from your own program, with exceptions instead of llvm::Error.
 //
 // Everything is in namespace magicube. Every failure throws magicube::Error, whose what()
 // is the original message (it names the bad input: "lhs: 17 bits in 's17' is out of
@@ -20,14 +20,27 @@
 //   magicube::DeviceBuffer c = op.allocate_output(M, N);
 //   op.run(da, db, c.ptr(), stream);             // asynchronous on `stream`
 //
-// GPU use: calls that touch the device (upload, allocate_output, load, run, multiply,
-// spmm_host) use the primary context of the Spmm's device (SpmmOptions::device, default 0),
-// the same context the CUDA runtime uses: it is retained on first use for the rest of the
-// process and made current on the calling thread. Without a usable GPU they throw
-// Error::Kind::NoGpu. Planning and packing never need a GPU.
+// Float outputs (f32, f16, bf16) dequantize the exact integer result in the kernel's
+// epilogue: x = acc (* alpha | * row_scale[r] * col_scale[c]) (+ bias[r] | + bias[c]), in
+// double, rounded to nearest even (the spec's scale and bias say which; EpilogueArgs holds
+// the values; runtime/epilogue.h computes the same on the CPU, bit for bit). Host-side
+// results of float outputs are the stored bit patterns (stored_value() reads them).
 //
-// Threads: a Spmm's const methods may be called from several threads at once. Copies of a
-// Spmm share its plan and loaded kernel.
+// SDDMM: out = (A (M x K) x B (K x N)) at the V x 1 vectors of a mask, in the mask's BCRS
+// order (vector i, row r at i * V + r) or its SR-BCRS value order:
+//
+//   magicube::Sddmm op(magicube::parse_spec("sddmm.s8xs8.v8.n64.pf.f16+rc.sm_90"));
+//   auto scores = magicube::sddmm_host(op.spec(), mask, a, b, K, magicube::SparseLayout::Bcrs,
+//                                      {.row_scale = q_scale, .col_scale = k_scale});
+//
+// GPU use: calls that touch the device (upload, allocate_output, load, run, multiply,
+// spmm_host, sddmm_host, device_arch) use the primary context of the op's device
+// (options.device, default 0), the same context the CUDA runtime uses: it is retained on
+// first use for the rest of the process and made current on the calling thread. Without a
+// usable GPU they throw Error::Kind::NoGpu. Planning and packing never need a GPU.
+//
+// Threads: an op's const methods may be called from several threads at once. Copies of an
+// Spmm or Sddmm share its plan and loaded kernel.
 #pragma once
 
 #include <cuda.h>
@@ -86,6 +99,16 @@ struct SpmmOptions {
   int candidate = 0;  // which plan of plan_candidates(spec): 0 = the best by the cost model
   int device = 0;     // CUDA device ordinal for the device-side calls
 };
+using SddmmOptions = SpmmOptions;
+
+// The newest arch a plan can target on `device` (80, 86, 89 or 90: its compute capability,
+// or the newest supported one below it), e.g. to set OpSpec::arch. Throws NoGpu without a
+// GPU and Invalid for a device older than sm_80.
+int device_arch(int device = 0);
+
+// The value of one output element as the host-side calls return it: an integer output's
+// value, or the float (f32, f16, bf16) whose bit pattern `element` holds.
+double stored_value(OutType out, int64_t element);
 
 // A's packed form for one plan: its SR-BCRS layout (shape, reduction length) and the chunk
 // planes the kernel reads.
@@ -95,11 +118,11 @@ struct HostLhs {
 };
 
 // One SpMM op: C (M x N, row-major) = A (M x K, V x 1 vector-sparse) x B (K x N, row-major),
-// with C int32 or int64 as the spec's `out` says (the float outputs are not generated yet).
+// with C int32, int64 or (dequantized) f32, f16 or bf16 as the spec's `out` says.
 class Spmm {
  public:
-  // Plans the spec (Kind::Invalid for an invalid spec, an op other than spmm, a float
-  // output, or a candidate index out of range).
+  // Plans the spec (Kind::Invalid for an invalid spec, an op other than spmm, or a
+  // candidate index out of range).
   explicit Spmm(const OpSpec &spec, SpmmOptions options = {});
 
   const OpSpec &spec() const;
@@ -107,9 +130,10 @@ class Spmm {
   const SpmmOptions &options() const;
   std::string kernel_name() const;
   // The longest row-block (reduction length) the output type stays exact for: max_exact_k
-  // for int32, max_term_k for int64. Longer rows are refused by pack_lhs and run.
+  // for int32, max_term_k for int64 and the float outputs. Longer rows are refused by
+  // pack_lhs and run.
   int64_t max_reduction_length() const;
-  size_t output_element_bytes() const;  // 4 (int32) or 8 (int64)
+  size_t output_element_bytes() const;  // 4 (int32, f32), 8 (int64) or 2 (f16, bf16)
 
   // ---- host side (no GPU) ----
   // Lays out and packs A; refuses a V other than the spec's, values outside the lhs type and
@@ -118,29 +142,129 @@ class Spmm {
   // Packs B (K x N, row-major); refuses a size other than k * n and values outside the rhs
   // type.
   PackedRhs pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const;
+  // Checks a float output's scales and bias for an M x N result: row_scale (M) and
+  // col_scale (N) for a rowcol scale, bias of M (row) or N (col) values; refuses scales or
+  // bias given for an integer output. Kind::Invalid naming the vector.
+  void check_epilogue(const EpilogueArgs &epilogue, int64_t m, int64_t n) const;
 
   // ---- device side ----
   DeviceLhs upload(const HostLhs &a) const;
   DeviceRhs upload(const PackedRhs &b) const;
+  // The scales and bias of a float output on the device (for run).
+  DeviceEpilogue upload(const EpilogueArgs &epilogue) const;
   // Device memory for an M x N output of this op.
   DeviceBuffer allocate_output(int64_t m, int64_t n) const;
   // Generates, compiles (through the memory and disk kernel caches) and loads the kernel
   // now; run() otherwise does it on first use.
   void load() const;
   // C = A x B on `stream` (nullptr: the default stream); asynchronous. `c` holds M x N
-  // elements of output_element_bytes(). Refused when the operands were packed for another
-  // plan or their shapes disagree.
-  void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream = nullptr) const;
+  // elements of output_element_bytes(). A float output takes its scales and bias from
+  // `epilogue` (required when the spec has a rowcol scale or a bias; kept alive until the
+  // launch completes). Refused when the operands were packed for another plan or their
+  // shapes disagree.
+  void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream = nullptr,
+           const DeviceEpilogue *epilogue = nullptr) const;
+  // The same with host-side scales and bias: uploads them, launches, and waits for `stream`
+  // (so the uploaded copy outlives the launch); synchronous.
+  void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
+           const EpilogueArgs &epilogue) const;
 
-  // Host in, host out, on the device: pack, upload, run, wait, download. C as int64.
-  std::vector<int64_t> multiply(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n) const;
+  // Host in, host out, on the device: pack, upload, run, wait, download. C (M x N,
+  // row-major) as int64: the integer values, or for a float output each element's bit
+  // pattern (f32: 32 bits, f16/bf16: 16 bits, zero-extended; stored_value() reads them).
+  std::vector<int64_t> multiply(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
+                                const EpilogueArgs &epilogue = {}) const;
 
  private:
   struct State;
   std::shared_ptr<State> state_;
 };
 
-// Spmm(spec).multiply(a, b, n) on device 0: C = A x B (M x N, row-major, int64).
-std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n);
+// Spmm(spec).multiply(a, b, n, epilogue) on device 0: C = A x B (M x N, row-major), integer
+// values or float bit patterns as multiply() says.
+std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
+                               const EpilogueArgs &epilogue = {});
+
+// The mask of an SDDMM laid out for one plan: the pattern (BCRS: row-block pointers and
+// columns) and its SR-BCRS layout (stride `stride`), which the kernel walks.
+struct HostMask {
+  VectorSparse pattern;
+  SrBcrs layout;
+  // Output elements of each layout: BCRS num_vectors * V, SR-BCRS num_slots * V.
+  int64_t output_elements(SparseLayout layout) const;
+  // Where vector i's row r lands in the output of `layout` (BCRS: i * V + r).
+  int64_t output_index(SparseLayout layout, int64_t vector, int row) const;
+};
+
+// One SDDMM op: out = (A (M x K, row-major) x B (K x N, column-major)) at the V x 1 vectors
+// of a mask (M x N, vector-sparse; its values are ignored), in int32, int64 or (dequantized)
+// f32, f16 or bf16 (scale only: SDDMM takes no bias). A row r of the mask's vector at column
+// c gets sum_k A[r, k] * B[k, c]; rows past M in the last row-block and the SR-BCRS padding
+// slots are not written by run (multiply and sddmm_host return 0 there).
+class Sddmm {
+ public:
+  // Plans the spec (Kind::Invalid for an invalid spec, an op other than sddmm, or a
+  // candidate index out of range).
+  explicit Sddmm(const OpSpec &spec, SddmmOptions options = {});
+
+  const OpSpec &spec() const;
+  const Plan &plan() const;
+  const SddmmOptions &options() const;
+  std::string kernel_name() const;
+  // The longest reduction K the output type stays exact for: max_exact_k for int32,
+  // max_term_k for int64 and the float outputs. Longer K is refused by pack_lhs/pack_rhs.
+  int64_t max_reduction_length() const;
+  size_t output_element_bytes() const;  // 4 (int32, f32), 8 (int64) or 2 (f16, bf16)
+
+  // ---- host side (no GPU) ----
+  // Lays out the mask (SR-BCRS with `stride` vectors per stride, 1..1024); refuses a V
+  // other than the spec's.
+  HostMask pack_mask(const VectorSparse &mask, int stride = 32) const;
+  // Packs A (M x K, row-major) and B (K x N, column-major: column c's K values at c * K);
+  // refuses sizes other than m * k / k * n, values outside their types and K longer than
+  // max_reduction_length().
+  PackedDense pack_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k) const;
+  PackedDense pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const;
+  // As Spmm::check_epilogue, for an M x N mask (no bias).
+  void check_epilogue(const EpilogueArgs &epilogue, int64_t m, int64_t n) const;
+
+  // ---- device side ----
+  DeviceMask upload(const HostMask &mask) const;
+  DeviceDense upload(const PackedDense &operand) const;  // A or B
+  DeviceEpilogue upload(const EpilogueArgs &epilogue) const;
+  // Device memory for the output of `mask` in `layout` (output_element_bytes() each).
+  DeviceBuffer allocate_output(const HostMask &mask, SparseLayout layout = SparseLayout::Bcrs) const;
+  DeviceBuffer allocate_output(const DeviceMask &mask, SparseLayout layout = SparseLayout::Bcrs) const;
+  void load() const;
+  // out = (A x B) at the mask's vectors, in `layout` order, on `stream`; asynchronous.
+  // Float outputs take their scales from `epilogue` (required for a rowcol scale; kept
+  // alive until the launch completes). Refused when the operands were packed for another
+  // plan or their shapes disagree.
+  void run(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
+           SparseLayout layout = SparseLayout::Bcrs, CUstream stream = nullptr,
+           const DeviceEpilogue *epilogue = nullptr) const;
+  // The same with host-side scales: uploads them, launches, waits for `stream`.
+  void run(const DeviceMask &mask, const DeviceDense &a, const DeviceDense &b, CUdeviceptr out,
+           SparseLayout layout, CUstream stream, const EpilogueArgs &epilogue) const;
+
+  // Host in, host out: pack (stride 32), upload, run, wait, download. The output in
+  // `layout` order (see HostMask::output_index) as int64: integer values, or float bit
+  // patterns as Spmm::multiply says; 0 where run writes nothing.
+  std::vector<int64_t> multiply(const VectorSparse &mask, const std::vector<int64_t> &a,
+                                const std::vector<int64_t> &b, int64_t k, SparseLayout layout = SparseLayout::Bcrs,
+                                const EpilogueArgs &epilogue = {}) const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// Sddmm(spec).multiply(mask, a, b, k, layout, epilogue) on device 0. With the default BCRS
+// layout, element i * V + r is row r of the mask's vector i (in row-block order, columns
+// ascending): the int64 value, or for a float output its bit pattern (f32: 32 bits,
+// f16/bf16: 16 bits, zero-extended; stored_value() reads them).
+std::vector<int64_t> sddmm_host(const OpSpec &spec, const VectorSparse &mask, const std::vector<int64_t> &a,
+                                const std::vector<int64_t> &b, int64_t k, SparseLayout layout = SparseLayout::Bcrs,
+                                const EpilogueArgs &epilogue = {});
 
 }  // namespace magicube

@@ -11,7 +11,9 @@ std::string range_str(const ElemType &t) {
 }
 }  // namespace
 
-SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std::array<int, 8> &shuffle) {
+SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std::vector<int> &shuffle) {
+  if (shuffle.empty()) shuffled = false;
+  const int64_t G = shuffled ? int64_t(shuffle.size()) : 1;
   SrBcrs s;
   s.rows = a.rows;
   s.cols = a.cols;
@@ -37,10 +39,10 @@ SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std:
       int64_t q = base + (i - a.block_ptr[b]);  // k-position of this vector
       for (int r = 0; r < a.v; ++r) s.values[s.value_index(q, r)] = a.values[i * a.v + r];
     }
-    // Column indices: the slot p of a group of 8 is multiplied at k-position shuffle[p], so
+    // Column indices: the slot p of a group of G is multiplied at k-position shuffle[p], so
     // it must name the column of the vector at that position.
     for (int64_t p = base; p < s.padded_end(b); ++p) {
-      int64_t q = shuffled ? (p / 8) * 8 + shuffle[p % 8] : p;
+      int64_t q = shuffled ? (p / G) * G + shuffle[p % G] : p;
       int64_t i = a.block_ptr[b] + (q - base);
       s.col_idx[p] = q < s.row_ptr[2 * b + 1] ? a.col[i] : -1;
     }
@@ -51,8 +53,8 @@ SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std:
 llvm::Expected<SrBcrs> build_srbcrs(const VectorSparse &a, const Plan &plan) {
   if (a.v != plan.spec.v)
     return err("srbcrs: the matrix has V=" + llvm::Twine(a.v) + " but the plan is for V=" + llvm::Twine(plan.spec.v));
-  if (plan.shuffle_b && plan.k_stride % 8 != 0)
-    return err("srbcrs: a shuffled layout needs a stride that is a multiple of 8");
+  if (plan.shuffle_b && plan.k_stride % int(plan.shuffle.size()) != 0)
+    return err("srbcrs: a shuffled layout needs a stride that is a multiple of " + llvm::Twine(plan.shuffle.size()));
   return build_srbcrs(a, plan.k_stride, plan.shuffle_b, plan.shuffle);
 }
 
@@ -64,9 +66,11 @@ llvm::Error check_range(const SrBcrs &a, const ElemType &t, const char *name) {
         if (!t.contains(x)) {
           // Report the logical position: row and column of the vector at k-position q.
           int64_t p = q;
-          if (a.shuffled)
-            for (int j = 0; j < 8; ++j)
-              if ((q / 8) * 8 + a.shuffle[j] == q) p = (q / 8) * 8 + j;
+          if (a.shuffled) {
+            const int64_t G = int64_t(a.shuffle.size());
+            for (int64_t j = 0; j < G; ++j)
+              if ((q / G) * G + a.shuffle[j] == q) p = (q / G) * G + j;
+          }
           return err(llvm::Twine(name) + "[" + llvm::Twine(b * a.v + r) + ", " + llvm::Twine(a.col_idx[p]) +
                      "] = " + llvm::Twine(x) + " is outside " + range_str(t));
         }

@@ -2,8 +2,8 @@
 // are cut into strides of `stride` vectors (the mma's k); a stride's values are stored
 // row-major (row r of the block: `stride` contiguous values), so one warp loads an mma
 // fragment straight from memory. The last stride of a row-block is padded with zero values
-// and column index -1. Where the plan shuffles 4-bit B, column indices are permuted within
-// groups of 8 (values are not).
+// and column index -1. Where the plan shuffles B, column indices are permuted within
+// groups of 8 or 16 slots (values are not).
 #pragma once
 
 #include <array>
@@ -20,7 +20,7 @@ struct SrBcrs {
   int v = 1;
   int stride = 32;
   bool shuffled = false;
-  std::array<int, 8> shuffle{0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<int> shuffle;  // slot -> k-position within groups of shuffle.size()
   // Two pointers per row-block, in vector slots: row_ptr[2b] = first slot (a multiple of
   // stride), row_ptr[2b+1] = one past its last real vector. Padded end = round up to stride.
   std::vector<int64_t> row_ptr;
@@ -44,7 +44,7 @@ struct SrBcrs {
 // equal the plan's V.
 llvm::Expected<SrBcrs> build_srbcrs(const VectorSparse &a, const Plan &plan);
 // The same with explicit layout parameters (masks of SDDMM, tests).
-SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std::array<int, 8> &shuffle);
+SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled = false, const std::vector<int> &shuffle = {});
 
 // Checks every value against an element type; the error names the operand, the index and
 // the allowed range ("lhs A[12,3] = 300 is outside u8's range [0, 255]").

@@ -31,7 +31,9 @@ TEST(Codegen, NamesAndCommentsTheKernel) {
             std::string::npos);
   EXPECT_NE(ks->source.find("// plan spmm.s8xu4.v8.n64.pf.i32.sm_90"), std::string::npos);
   EXPECT_NE(ks->source.find("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32"), std::string::npos);
-  EXPECT_NE(ks->source.find("mc_elem4(&sb0"), std::string::npos);  // 4-bit B read as nibbles, widened to bytes
+  EXPECT_NE(ks->source.find("mc_widen4to8(x.x"), std::string::npos);  // 4-bit B widened to bytes on its way to shared memory
+  EXPECT_NE(ks->source.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos);
+  EXPECT_NE(ks->source.find("cp.async"), std::string::npos);
   EXPECT_EQ(ks->source.find("{{"), std::string::npos) << "unfilled placeholder";
 }
 

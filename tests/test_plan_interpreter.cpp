@@ -194,7 +194,8 @@ TEST(Interpreter, RefusesAReductionBeyondMaxExactK) {
 
 // The SR-BCRS the interpreter reads: padding, two pointers, shuffle.
 TEST(Interpreter, ShuffledLayoutPairsColumnsWithTheirValues) {
-  OpSpec s{OpKind::SpMM, {4, true}, {4, true}, 8, 64, true, OutType::Int32, 80};
+  for (int arch : {80, 90}) {
+  OpSpec s{OpKind::SpMM, {4, true}, {4, true}, 8, 64, true, OutType::Int32, arch};
   auto p = plan(s);
   ASSERT_TRUE(bool(p));
   ASSERT_TRUE(p->shuffle_b) << p->str();
@@ -206,8 +207,11 @@ TEST(Interpreter, ShuffledLayoutPairsColumnsWithTheirValues) {
   SrBcrs plain = build_srbcrs(a, p->k_stride, false, p->shuffle);
   EXPECT_EQ(plain.values, layout->values);
   EXPECT_NE(plain.col_idx, layout->col_idx);
+  const int64_t G = int64_t(p->shuffle.size());
+  EXPECT_EQ(G, arch == 80 ? 8 : 16);  // int4 nibble split on sm_80, ldmatrix.trans on sm_90
   for (int64_t slot = 0; slot < layout->num_slots(); ++slot)
-    EXPECT_EQ(layout->col_idx[slot], plain.col_idx[(slot / 8) * 8 + p->shuffle[slot % 8]]);
+    EXPECT_EQ(layout->col_idx[slot], plain.col_idx[(slot / G) * G + p->shuffle[slot % G]]);
+  }
 }
 
 }  // namespace

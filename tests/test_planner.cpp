@@ -82,7 +82,8 @@ TEST(Planner, PicksTheFastShapeAndOrientation) {
   ASSERT_TRUE(bool(h));
   EXPECT_EQ(h->native_bits, 8);
   EXPECT_TRUE(h->unpack_lhs() && h->unpack_rhs());
-  EXPECT_FALSE(h->shuffle_b);
+  EXPECT_TRUE(h->shuffle_b);  // int8 B through ldmatrix.trans: groups of 16
+  EXPECT_EQ(h->shuffle.size(), 16u);
   EXPECT_EQ(h->kernel_name(), "magicube_spmm_s4u4_v8_n64_pf_sm90");
 }
 
