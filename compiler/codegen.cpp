@@ -1,5 +1,6 @@
 #include "compiler/codegen.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -59,12 +60,18 @@ struct Gen {
   std::ostringstream b;  // kernel body
   int threads = 128;
   int kpr = 4;           // k values per operand register: 32 / native bits
-  int tiles = 1;         // mma tiles per warp along the dense dimension (16 columns)
+  int tiles = 1;         // mma tiles per warp along the dense dimension
+  int wn = 16;           // dense columns per warp
 
   explicit Gen(const Plan &plan) : p(plan) {
     threads = plan.spec.bsn / 16 * 32;
+    if (fast()) {
+      const int warps = std::min(4, plan.spec.bsn / 16);
+      threads = warps * 32;
+      wn = plan.spec.bsn / warps;
+    }
     kpr = 32 / plan.native_bits;
-    tiles = 16 / plan.dense_side();
+    tiles = fast() ? wn / 16 : 16 / plan.dense_side();
   }
 
   bool dense_on_m() const { return p.orient == Orientation::DenseOnM; }
@@ -293,7 +300,7 @@ struct Gen {
       else
         b << "      const int crow = gid, ccol = tig * 2 + i;\n";
       if (fast())  // mma row m holds the warp's column 2 * (m % 8) + m / 8 (ldmatrix.trans order)
-        b << "      const int vidx = ccol, col = n_base + nw + 2 * gid + (i >> 1);\n";
+        b << "      const int vidx = ccol, col = n_base + nw + " << 16 * t << " + 2 * gid + (i >> 1);\n";
       else if (dense_on_m())
         b << "      const int vidx = ccol, col = n_base + nw + crow;\n";
       else
@@ -336,7 +343,7 @@ struct Gen {
       b << "      const int i = threadIdx.x + gi * THREADS;\n";
       b << "      if (" << (total % threads ? "i < " + S(total) : std::string("true")) << ") {\n";
       b << "        const int kk = i / " << pieces << ", piece = i % " << pieces << ";\n";
-      b << "        const int col = max(col_idx[begin + (" << st << ") * KS + kk], 0);  // pad (-1) reads row 0\n";
+      b << "        const int col = cn" << J << "_" << "[gi];  // loaded one stride ahead\n";
       b << "        unsigned char *dst = &sb" << J << "[(" << st << ") % STAGES][kk][0];\n";
       if (c.storage_bits == 8) {
         b << "        const unsigned char *src = b" << J << " + (long long)col * ldb + n_base + piece * 16;\n";
@@ -357,22 +364,45 @@ struct Gen {
 
   // ldmatrix.trans + prmt fragments of every rhs plane from ring slot `slot`, then the mmas.
   void fast_frags_and_mmas() {
-    for (size_t j = 0; j < p.rhs.size(); ++j) {
-      b << "    u32 rf" << j << "[4];  // rhs chunk " << j << ": rows 2*gid, 2*gid+1 of the warp's 16 columns\n";
-      b << "    {\n      u32 r0, r1, r2, r3;\n";
-      b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
-        << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
-        << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw])));\n";
-      b << "      rf" << j << "[0] = __byte_perm(r0, r1, 0x6420);  // column 2*gid,   k rows {2t, 2t+1, 8+2t, 9+2t}\n";
-      b << "      rf" << j << "[1] = __byte_perm(r0, r1, 0x7531);  // column 2*gid+1\n";
-      b << "      rf" << j << "[2] = __byte_perm(r2, r3, 0x6420);  // the same, k rows 16..31\n";
-      b << "      rf" << j << "[3] = __byte_perm(r2, r3, 0x7531);\n    }\n";
+    for (int t = 0; t < tiles; ++t)
+      for (size_t j = 0; j < p.rhs.size(); ++j) {
+        const std::string R = "rf" + S(j) + "_t" + S(t);
+        b << "    u32 " << R << "[4];  // rhs chunk " << j << ": columns nw + " << 16 * t
+          << " + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)\n";
+        b << "    {\n      u32 r0, r1, r2, r3;\n";
+        b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+          << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
+          << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw + " << 16 * t
+          << "])));\n";
+        b << "      " << R << "[0] = __byte_perm(r0, r1, 0x6420);\n";
+        b << "      " << R << "[1] = __byte_perm(r0, r1, 0x7531);\n";
+        b << "      " << R << "[2] = __byte_perm(r2, r3, 0x6420);\n";
+        b << "      " << R << "[3] = __byte_perm(r2, r3, 0x7531);\n    }\n";
+      }
+    for (const Term &term : p.terms) {
+      if (term.slot != 0) continue;
+      bool a_s = p.rhs[term.rhs_chunk].is_signed, b_s = p.groups[term.group].is_signed;
+      for (int t = 0; t < tiles; ++t)
+        b << "    " << wrapper_name(p.shape, 8, a_s, b_s) << "(acc_g" << term.group << "_r" << term.rhs_chunk << "_t" << t
+          << ", rf" << term.rhs_chunk << "_t" << t << ", lf" << term.group << ");\n";
     }
-    for (const Term &t : p.terms) {
-      if (t.slot != 0) continue;
-      bool a_s = p.rhs[t.rhs_chunk].is_signed, b_s = p.groups[t.group].is_signed;
-      b << "    " << wrapper_name(p.shape, 8, a_s, b_s) << "(acc_g" << t.group << "_r" << t.rhs_chunk << "_t0, rf"
-        << t.rhs_chunk << ", lf" << t.group << ");\n";
+  }
+
+  int gather_iters(const Chunk &c) const {
+    int total = p.shape.k * (p.spec.bsn * c.storage_bits / 8 / 16);
+    return (total + threads - 1) / threads;
+  }
+
+  // Column indices this thread gathers for stride `st` into registers cn<j>_[gi] (pads and
+  // strides past the row-block read row 0), so the gather never waits on them.
+  void fast_load_cols(const std::string &st, const std::string &indent) {
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      const int pieces = p.spec.bsn * p.rhs[j].storage_bits / 8 / 16, total = p.shape.k * pieces;
+      b << indent << "#pragma unroll\n" << indent << "for (int gi = 0; gi < " << gather_iters(p.rhs[j]) << "; ++gi) {\n";
+      b << indent << "  const int i = threadIdx.x + gi * THREADS;\n";
+      b << indent << "  cn" << j << "_[gi] = (" << st << ") < nstrides && i < " << total << " ? max(col_idx[begin + (" << st
+        << ") * KS + i / " << pieces << "], 0) : 0;\n";
+      b << indent << "}\n";
     }
   }
 
@@ -384,12 +414,16 @@ struct Gen {
       b << "  __shared__ __align__(16) unsigned char sb" << j << "[STAGES][KS][" << p.spec.bsn + 16 << "];  // "
         << p.rhs[j].str() << "\n";
     for (size_t g = 0; g < p.groups.size(); ++g)
-      for (size_t j = 0; j < p.rhs.size(); ++j) b << "  int acc_g" << g << "_r" << j << "_t0[" << nc << "] = {};\n";
+      for (size_t j = 0; j < p.rhs.size(); ++j)
+        for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
     b << "  const int nstrides = (end - begin) / KS;\n";
+    for (size_t j = 0; j < p.rhs.size(); ++j)
+      b << "  int cn" << j << "_[" << gather_iters(p.rhs[j]) << "];  // column indices of the next gather\n";
     if (stages() == 1) {
       for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << nb << "];\n";
       b << "  for (int it = 0; it < nstrides; ++it) {  // no prefetch: gather, wait, compute\n";
       b << "    const int s = begin + it * KS;\n    {\n      const int st = it;\n";
+      fast_load_cols("st", "      ");
       fast_gather("st");
       b << "    }\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
       lhs_frags("lf", false);
@@ -400,9 +434,12 @@ struct Gen {
       return b.str();
     }
     b << "  // ---- prologue: strides 0 .. STAGES-2 in flight, A's first stride in registers ----\n";
+    fast_load_cols("0", "  ");
     b << "  #pragma unroll\n  for (int st = 0; st < STAGES - 1; ++st) {\n    if (st < nstrides) {\n";
     fast_gather("st");
-    b << "    }\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n  }\n";
+    b << "    }\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
+    fast_load_cols("st + 1", "    ");
+    b << "  }\n";
     for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << nb << "] = {};\n";
     b << "  if (nstrides > 0) {\n    const int s = begin;\n";
     lhs_frags("lf", false, "    ");
@@ -413,7 +450,9 @@ struct Gen {
     b << "    {  // keep the ring full: stride it + STAGES - 1 into the slot freed by stride it - 1\n";
     b << "      const int st = it + STAGES - 1;\n      if (st < nstrides) {\n";
     fast_gather("st");
-    b << "      }\n      asm volatile(\"cp.async.commit_group;\\n\" ::);\n    }\n";
+    b << "      }\n      asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
+    fast_load_cols("st + 1", "      ");
+    b << "    }\n";
     for (size_t g = 0; g < p.groups.size(); ++g) b << "    u32 ln" << g << "[" << nb << "] = {};\n";
     b << "    if (it + 1 < nstrides) {  // A's next stride, one step ahead\n      const int s = begin + (it + 1) * KS;\n";
     lhs_frags("ln", false, "      ");
@@ -567,6 +606,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   replace_all(kernel, "{{KS}}", S(p.shape.k));
   replace_all(kernel, "{{V}}", S(p.spec.v));
   replace_all(kernel, "{{BSN}}", S(p.spec.bsn));
+  replace_all(kernel, "{{WN}}", S(gen.wn));
   replace_all(kernel, "{{EXTRA_PARAMS}}",
               is_float(p.spec.out) ? ",\n                float alpha, const float *__restrict__ row_scale,"
                                      " const float *__restrict__ col_scale, const float *__restrict__ bias"
