@@ -330,7 +330,12 @@ struct Gen {
   }
   // Ring depth: 3 strides in flight with the prefetch pipeline on, 1 (gather, then
   // compute) with it off.
-  int stages() const { return p.spec.prefetch ? 3 : 1; }
+  int stages() const {
+    if (!p.spec.prefetch) return 1;
+    // 3 deep where the ring fits the 48 KiB of static shared memory, else 2.
+    const int bytes = int(p.rhs.size()) * 3 * p.shape.k * (p.spec.bsn + 16);
+    return bytes <= 48 * 1024 ? 3 : 2;
+  }
 
   void fast_gather(const std::string &st) {
     for (size_t j = 0; j < p.rhs.size(); ++j) {

@@ -84,8 +84,8 @@ llvm::Error validate(const OpSpec &s) {
       return err(llvm::Twine(name) + ": " + llvm::Twine(e.bits) + " bits is out of range (allowed: 1..16)");
   if (s.v != 1 && s.v != 2 && s.v != 4 && s.v != 8)
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
-  if (s.bsn != 32 && s.bsn != 64 && s.bsn != 128)
-    return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128)");
+  if (s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
+    return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128, 256)");
   if (!is_float(s.out) && s.scale != Scale::None)
     return err("scale: a " + llvm::Twine(scale_name(s.scale)) + " scale needs a float output (out is " + out_name(s.out) +
                "; allowed: f32, f16, bf16)");

@@ -45,7 +45,7 @@ struct OpSpec {
   ElemType lhs{8, true};   // the sparse operand A (SpMM) / the left dense operand (SDDMM)
   ElemType rhs{8, true};   // the dense operand B
   int v = 8;               // 1-D block length (rows of a V x 1 vector): 1, 2, 4 or 8
-  int bsn = 64;            // dense tile width of one thread block: 32, 64 or 128
+  int bsn = 64;            // dense tile width of one thread block: 32, 64, 128 or 256
   bool prefetch = true;    // RHS (SpMM) / LHS (SDDMM) prefetch pipeline
   OutType out = OutType::Int32;
   int arch = 90;           // compute capability: 80, 86, 89 or 90

@@ -18,7 +18,7 @@ TEST(Ir, TextFormRoundTripsForEveryField) {
       for (int rb = 1; rb <= 16; rb += 3)
         for (int sg = 0; sg < 4; ++sg)
           for (int v : {1, 2, 4, 8})
-            for (int bsn : {32, 64, 128})
+            for (int bsn : {32, 64, 128, 256})
               for (bool pf : {false, true})
                 for (OutType out : {OutType::Int32, OutType::Int64, OutType::F32, OutType::F16, OutType::BF16})
                   for (int arch : {80, 86, 89, 90}) {
@@ -53,7 +53,7 @@ TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v3.n64.pf.i32.sm_90")), {"v", "V=3", "1, 2, 4, 8"}));
   EXPECT_TRUE(has(error_of(parse_opspec("gemm.s8xs8.v8.n64.pf.i32.sm_90")), {"op", "gemm", "spmm, sddmm"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.pf.i32.sm_75")), {"arch", "sm_75", "sm_80"}));
-  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48.pf.i32.sm_90")), {"bsn", "48", "32, 64, 128"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48.pf.i32.sm_90")), {"bsn", "48", "32, 64, 128, 256"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.pf.i8.sm_90")), {"out", "i8", "int32"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.x8xs8.v8.n64.pf.i32.sm_90")), {"lhs", "x8"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8")), {"7 dot-separated fields"}));

@@ -34,7 +34,7 @@ static VectorSparse uniform(std::mt19937_64 &rng, int64_t m, int64_t k, int v, d
 }
 
 int main(int argc, char **argv) {
-  int cand = argc > 1 ? atoi(argv[1]) : 0, bsn = argc > 2 ? atoi(argv[2]) : 64, pf = argc > 3 ? atoi(argv[3]) : 1;
+  int cand = argc > 1 ? atoi(argv[1]) : 0, bsn = argc > 2 ? atoi(argv[2]) : 128, pf = argc > 3 ? atoi(argv[3]) : 1;
   if (!no_gpu_reason().empty()) { printf("no GPU: %s\n", no_gpu_reason().c_str()); return 2; }
   auto ctx = Context::create(0);
   if (!ctx) { printf("%s\n", llvm::toString(ctx.takeError()).c_str()); return 1; }
