@@ -361,7 +361,17 @@ Module::~Module() { release(); }
 
 void Module::release() {
   if (!module_) return;
-  if (auto e = CU(cuModuleUnload, module_)) log().warn("cuda: unloading a module: {}", llvm::toString(std::move(e)));
+  if (auto e = CU(cuModuleUnload, module_)) {
+    // Kernels cached for the whole process may outlive the context that loaded them (its
+    // release at exit unloads every module): that is expected, not worth a warning.
+    std::string msg = llvm::toString(std::move(e));
+    bool gone = msg.find("CONTEXT_IS_DESTROYED") != std::string::npos ||
+                msg.find("INVALID_HANDLE") != std::string::npos || msg.find("DEINITIALIZED") != std::string::npos;
+    if (gone)
+      log().debug("cuda: unloading a module after its context: {}", msg);
+    else
+      log().warn("cuda: unloading a module: {}", msg);
+  }
   module_ = nullptr;
 }
 
