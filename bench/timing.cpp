@@ -100,7 +100,15 @@ llvm::Expected<std::vector<float>> sample_ms(cudaStream_t stream, Enqueue fn, co
       if (llvm::Error e = fn()) return e;
   }
 
+  DeviceBuffer flush;
+  if (opts.flush_bytes) {
+    auto f = DeviceBuffer::alloc(opts.flush_bytes);
+    if (!f) return f.takeError();
+    flush = std::move(*f);
+  }
+
   for (int i = 0; i < opts.reps; ++i) {
+    if (opts.flush_bytes) MAGICUBE_CUDA_TRY(cudaMemsetAsync(flush.get(), i & 0xff, flush.bytes(), stream));
     MAGICUBE_CUDA_TRY(cudaEventRecord(events.ev[2 * i], stream));
     if (llvm::Error e = fn()) return e;
     MAGICUBE_CUDA_TRY(cudaEventRecord(events.ev[2 * i + 1], stream));

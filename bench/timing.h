@@ -10,7 +10,9 @@
 //   3. `reps` calls, each between its own pair of events, enqueued back to back; one
 //      synchronize at the end; the elapsed time of each pair is one sample.
 // The inputs therefore stay L2-resident where they fit (50 MB on the H100), as in a loop
-// that calls the same kernel again and again.
+// that calls the same kernel again and again. With `flush_bytes` > 0, a memset of that many
+// bytes runs on the stream before each timed call, outside its event pair, so every timed
+// call starts with a cold L2 (use at least twice the L2 size).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,7 @@ struct TimingOptions {
   int warmup = 10;                      // untimed calls before the timed ones
   int reps = 20;                        // timed calls; the median of these is reported
   size_t filler_bytes = size_t(256) << 20;  // memset ahead of the timed calls (0: none)
+  size_t flush_bytes = 0;                   // memset before each timed call, untimed (0: none, warm L2)
 };
 
 // One call of the contender: enqueues its work on the stream given to median_ms and

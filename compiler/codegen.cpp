@@ -11,8 +11,6 @@ namespace magicube {
 
 namespace {
 
-llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
-
 std::string S(long long x) { return std::to_string(x); }
 
 void replace_all(std::string &s, const std::string &from, const std::string &to) {

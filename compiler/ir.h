@@ -50,7 +50,7 @@ struct OpSpec {
   OutType out = OutType::Int32;
   int arch = 90;           // compute capability: 80, 86, 89 or 90
   Scale scale = Scale::None;  // float outputs only
-  Bias bias = Bias::None;     // float SpMM outputs only           // compute capability: 80, 86, 89 or 90
+  Bias bias = Bias::None;     // float SpMM outputs only
 
   friend bool operator==(const OpSpec &, const OpSpec &) = default;
 };

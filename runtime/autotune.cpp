@@ -84,7 +84,7 @@ llvm::Expected<const llvm::json::Value *> field(const llvm::json::Object &o, llv
 
 const std::vector<KnobInfo> &knob_table() {
   static const std::vector<KnobInfo> table = {
-      {"bsn", &Knobs::bsn, {32, 64, 128}, [](OpSpec &s, int v) { s.bsn = v; },
+      {"bsn", &Knobs::bsn, {32, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
        [](const OpSpec &s) { return s.bsn; }, [](int v) { return "--bsn=" + std::to_string(v); }},
       {"prefetch", &Knobs::prefetch, {1, 0}, [](OpSpec &s, int v) { s.prefetch = v != 0; },
        [](const OpSpec &s) { return int(s.prefetch); },

@@ -29,9 +29,12 @@
 // SDDMM: out = (A (M x K) x B (K x N)) at the V x 1 vectors of a mask, in the mask's BCRS
 // order (vector i, row r at i * V + r) or its SR-BCRS value order:
 //
-//   magicube::Sddmm op(magicube::parse_spec("sddmm.s8xs8.v8.n64.pf.f16+rc.sm_90"));
-//   auto scores = magicube::sddmm_host(op.spec(), mask, a, b, K, magicube::SparseLayout::Bcrs,
-//                                      {.row_scale = q_scale, .col_scale = k_scale});
+//   magicube::OpSpec spec = magicube::parse_spec("sddmm.s8xs8.v8.n64.pf.f16+rc.sm_90");
+//   magicube::EpilogueArgs scales;
+//   scales.row_scale = q_scale;  // M values
+//   scales.col_scale = k_scale;  // N values
+//   std::vector<int64_t> s = magicube::sddmm_host(spec, mask, a, b, K, magicube::SparseLayout::Bcrs,
+//                                                 scales);  // f16 bit patterns, BCRS order
 //
 // GPU use: calls that touch the device (upload, allocate_output, load, run, multiply,
 // spmm_host, sddmm_host, device_arch) use the primary context of the op's device

@@ -1,6 +1,7 @@
 // The public C++ API (runtime/magicube.h): typed errors naming the bad input, the host-side
-// pack helpers (equal to the runtime's own), and, where a GPU is present, Spmm and
-// spmm_host bit-exact against the int64 reference. GPU tests skip with a one-line reason.
+// pack helpers of Spmm and Sddmm (equal to the runtime's own), epilogue checks, and, where a
+// GPU is present, Spmm/spmm_host and Sddmm/sddmm_host bit-exact against the int64 reference
+// (float outputs: against its rounded dequantization). GPU tests skip with a one-line reason.
 #include "runtime/magicube.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "runtime/epilogue.h"
 #include "runtime/reference.h"
 #include "tests/gpu/gpu_env.h"
 #include "tests/test_util.h"
@@ -22,10 +24,37 @@ using magicube::ElemType;
 using magicube::OpKind;
 using magicube::OpSpec;
 using magicube::OutType;
+using magicube::Scale;
+using magicube::Bias;
+using magicube::SparseLayout;
 using Kind = magicube::Error::Kind;
 
 OpSpec spmm(ElemType l, ElemType r, int v, OutType out = OutType::Int32, int arch = 90) {
   return OpSpec{OpKind::SpMM, l, r, v, 64, true, out, arch};
+}
+OpSpec sddmm(ElemType l, ElemType r, int v, OutType out = OutType::Int32, int arch = 90, Scale scale = Scale::None) {
+  return OpSpec{OpKind::SDDMM, l, r, v, 64, true, out, arch, scale};
+}
+
+// The stored element of a float output for the double x.
+int64_t stored_bits(OutType t, double x) {
+  if (t == OutType::F32) return magicube::f32_bits(x);
+  if (t == OutType::F16) return magicube::f16_bits(x);
+  return magicube::bf16_bits(x);
+}
+
+// Random scales for an m x n result (and a bias for SpMM).
+magicube::EpilogueArgs random_epilogue(std::mt19937_64 &rng, const OpSpec &s, int64_t m, int64_t n) {
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  magicube::EpilogueArgs e;
+  if (s.scale == Scale::Tensor) e.alpha = 0.0123f;
+  if (s.scale == Scale::RowCol) {
+    for (int64_t i = 0; i < m; ++i) e.row_scale.push_back(u(rng) * 1e-2f);
+    for (int64_t i = 0; i < n; ++i) e.col_scale.push_back(u(rng) * 1e-2f);
+  }
+  if (s.bias != Bias::None)
+    for (int64_t i = 0, nb = s.bias == Bias::Row ? m : n; i < nb; ++i) e.bias.push_back(u(rng) * 10 - 15);
+  return e;
 }
 
 // Runs `f`, which must throw magicube::Error of `kind` whose message contains `needle`.
@@ -218,6 +247,287 @@ TEST(ApiGpu, SpmmRunOnDeviceOperands) {
   // Operands packed for another plan are refused, naming the plane counts.
   magicube::Spmm other(spmm({16, true}, {4, false}, 8, OutType::Int32, spec.arch));
   expect_error([&] { other.run(da, db, c.ptr()); }, Kind::Invalid, "planes");
+}
+
+// ---- float outputs and SDDMM, host side ------------------------------------------------------
+
+TEST(Api, SpmmAcceptsFloatOutputs) {
+  OpSpec f16 = magicube::parse_spec("spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90");
+  magicube::Spmm op(f16);
+  EXPECT_EQ(op.spec(), f16);
+  EXPECT_EQ(op.output_element_bytes(), 2u);
+  EXPECT_EQ(op.max_reduction_length(), op.plan().max_term_k);
+  EXPECT_EQ(magicube::Spmm(magicube::parse_spec("spmm.s8xs8.v8.n64.pf.f32+t.sm_90")).output_element_bytes(), 4u);
+  EXPECT_EQ(magicube::Spmm(magicube::parse_spec("spmm.u4xs4.v2.n64.pf.bf16.sm_80")).output_element_bytes(), 2u);
+  // The IR refuses what makes no sense, with the field named.
+  expect_error([] { magicube::parse_spec("spmm.s8xs8.v8.n64.pf.i32+rc.sm_90"); }, Kind::Invalid, "scale");
+  expect_error([] { magicube::parse_spec("sddmm.s8xs8.v8.n64.pf.f16+rowbias.sm_90"); }, Kind::Invalid, "bias");
+}
+
+TEST(Api, CheckEpilogueNamesTheVector) {
+  magicube::Spmm rc(magicube::parse_spec("spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90"));
+  magicube::EpilogueArgs e;
+  e.row_scale.assign(16, 1.0f);
+  e.col_scale.assign(8, 1.0f);
+  e.bias.assign(8, 0.5f);
+  rc.check_epilogue(e, 16, 8);  // fits
+  expect_error([&] { rc.check_epilogue(e, 17, 8); }, Kind::Invalid, "row_scale has 16 values, expected 17");
+  expect_error([&] { rc.check_epilogue(e, 16, 9); }, Kind::Invalid, "col_scale has 8 values, expected 9");
+  magicube::EpilogueArgs no_bias = e;
+  no_bias.bias.clear();
+  expect_error([&] { rc.check_epilogue(no_bias, 16, 8); }, Kind::Invalid, "bias has 0 values, expected 8");
+  magicube::EpilogueArgs alpha = e;
+  alpha.alpha = 2.0f;
+  expect_error([&] { rc.check_epilogue(alpha, 16, 8); }, Kind::Invalid, "alpha");
+  // Scales for an integer output are a mistake.
+  magicube::Spmm i32(spmm({8, true}, {8, true}, 8));
+  i32.check_epilogue({}, 16, 8);
+  expect_error([&] { i32.check_epilogue(e, 16, 8); }, Kind::Invalid, "float output");
+  // SDDMM takes scales only.
+  magicube::Sddmm sd(magicube::parse_spec("sddmm.s8xs8.v8.n64.pf.f16+t.sm_90"));
+  magicube::EpilogueArgs half;
+  half.alpha = 0.5f;
+  sd.check_epilogue(half, 16, 8);
+  expect_error([&] { sd.check_epilogue(e, 16, 8); }, Kind::Invalid, "rowcol");
+}
+
+TEST(Api, StoredValueReadsTheBitPatterns) {
+  EXPECT_EQ(magicube::stored_value(OutType::Int32, -7), -7.0);
+  EXPECT_EQ(magicube::stored_value(OutType::Int64, int64_t(1) << 40), std::ldexp(1.0, 40));
+  EXPECT_EQ(magicube::stored_value(OutType::F32, 0x3fc00000), 1.5);
+  EXPECT_EQ(magicube::stored_value(OutType::F16, 0x3c00), 1.0);
+  EXPECT_EQ(magicube::stored_value(OutType::F16, 0xc000), -2.0);
+  EXPECT_EQ(magicube::stored_value(OutType::BF16, 0x3f80), 1.0);
+  for (double x : {0.1, -3.25, 1234.5})
+    for (OutType t : {OutType::F32, OutType::F16, OutType::BF16})
+      EXPECT_NEAR(magicube::stored_value(t, stored_bits(t, x)), x, std::fabs(x) * 4e-3) << x;
+}
+
+TEST(Api, SddmmPlanning) {
+  OpSpec spec = magicube::parse_spec("sddmm.s12xu4.v4.n64.pf.i32.sm_80");
+  magicube::Sddmm op(spec);
+  auto best = magicube::plan(spec);
+  ASSERT_TRUE(bool(best));
+  EXPECT_EQ(op.spec(), spec);
+  EXPECT_EQ(op.kernel_name(), best->kernel_name());
+  EXPECT_EQ(op.max_reduction_length(), best->max_exact_k);
+  EXPECT_EQ(op.output_element_bytes(), 4u);
+  auto all = magicube::plan_candidates(spec);
+  ASSERT_TRUE(bool(all));
+  if (all->size() >= 2) {
+    magicube::Sddmm second(spec, {.candidate = 1});
+    EXPECT_EQ(second.kernel_name(), (*all)[1].kernel_name());
+  }
+  magicube::Sddmm wide(sddmm({16, true}, {16, true}, 8, OutType::Int64));
+  EXPECT_EQ(wide.output_element_bytes(), 8u);
+  EXPECT_EQ(wide.max_reduction_length(), wide.plan().max_term_k);
+  magicube::Sddmm f16(magicube::parse_spec("sddmm.s8xs8.v8.n64.pf.f16+rc.sm_90"));
+  EXPECT_EQ(f16.output_element_bytes(), 2u);
+  magicube::Sddmm copy = op;
+  EXPECT_EQ(&copy.plan(), &op.plan());
+
+  expect_error([] { magicube::Sddmm op(spmm({8, true}, {8, true}, 8)); }, Kind::Invalid, "op: Sddmm needs an sddmm spec");
+  expect_error([] { magicube::Sddmm op(sddmm({17, true}, {8, true}, 8)); }, Kind::Invalid, "lhs");
+  expect_error([] { magicube::Sddmm op(sddmm({8, true}, {8, true}, 8), {.candidate = 99}); }, Kind::Invalid,
+               "candidate");
+}
+
+// pack_mask / pack_lhs / pack_rhs give exactly what the runtime's own layout and packing give.
+TEST(Api, SddmmPackHelpersMatchTheRuntime) {
+  std::mt19937_64 rng(15);
+  for (OpSpec spec : {sddmm({8, true}, {8, true}, 8), sddmm({12, true}, {4, false}, 2), sddmm({3, false}, {7, true}, 1),
+                      sddmm({4, true}, {4, true}, 4, OutType::F16, 80, Scale::RowCol)}) {
+    magicube::Sddmm op(spec);
+    const int64_t m = 37, n = 70, k = 45;
+    magicube::VectorSparse mask = random_vector_sparse(rng, m, n, spec.v, 40, ElemType{1, false});
+    std::vector<int64_t> a = random_dense(rng, m * k, spec.lhs), b = random_dense(rng, k * n, spec.rhs);
+    for (int stride : {32, 16}) {
+      magicube::HostMask hm = op.pack_mask(mask, stride);
+      magicube::SrBcrs want = magicube::build_srbcrs(mask, stride, false, op.plan().shuffle);
+      EXPECT_EQ(hm.layout.row_ptr, want.row_ptr);
+      EXPECT_EQ(hm.layout.col_idx, want.col_idx);
+      EXPECT_EQ(hm.layout.stride, stride);
+      EXPECT_EQ(hm.pattern.col, mask.col);
+      EXPECT_EQ(hm.output_elements(SparseLayout::Bcrs), mask.num_vectors() * spec.v);
+      EXPECT_EQ(hm.output_elements(SparseLayout::SrBcrs), want.num_slots() * spec.v);
+      // output_index: BCRS is i * V + r; SR-BCRS is the value index of the vector's slot.
+      for (int64_t blk = 0; blk < mask.num_blocks(); ++blk)
+        for (int64_t i = mask.block_ptr[blk]; i < mask.block_ptr[blk + 1]; ++i)
+          for (int r = 0; r < spec.v; ++r) {
+            ASSERT_EQ(hm.output_index(SparseLayout::Bcrs, i, r), i * spec.v + r);
+            int64_t slot = want.row_ptr[2 * blk] + (i - mask.block_ptr[blk]);
+            ASSERT_EQ(hm.output_index(SparseLayout::SrBcrs, i, r), want.value_index(slot, r));
+            ASSERT_EQ(want.col_idx[slot], mask.col[i]);
+          }
+    }
+    magicube::PackedDense pa = op.pack_lhs(a, m, k), pb = op.pack_rhs(b, k, n);
+    auto ra = magicube::pack_sddmm_lhs(a, m, k, op.plan());
+    auto rb = magicube::pack_sddmm_rhs(b, k, n, op.plan());
+    ASSERT_TRUE(bool(ra) && bool(rb));
+    EXPECT_EQ(pa.planes, ra->planes);
+    EXPECT_EQ(pb.planes, rb->planes);
+    EXPECT_EQ(pa.rows, (m + spec.v - 1) / spec.v * spec.v);
+    EXPECT_EQ(pb.rows, n);
+    EXPECT_EQ(pa.k, k);
+    EXPECT_EQ(pa.ld % magicube::kLdbAlign, 0);
+    EXPECT_EQ(pa.planes.size(), op.plan().lhs.size());
+    EXPECT_EQ(pb.planes.size(), op.plan().rhs.size());
+  }
+}
+
+TEST(Api, SddmmPackHelpersRefuseBadInputs) {
+  std::mt19937_64 rng(16);
+  magicube::Sddmm op(sddmm({8, true}, {4, false}, 8));
+  magicube::VectorSparse mask4 = random_vector_sparse(rng, 16, 16, 4, 8, ElemType{1, false});
+  expect_error([&] { op.pack_mask(mask4); }, Kind::Invalid, "mask: has V=4");
+  magicube::VectorSparse mask = random_vector_sparse(rng, 16, 16, 8, 8, ElemType{1, false});
+  expect_error([&] { op.pack_mask(mask, 0); }, Kind::Invalid, "stride 0");
+  magicube::VectorSparse bad_col = mask;
+  bad_col.col[0] = 16;
+  expect_error([&] { op.pack_mask(bad_col); }, Kind::Invalid, "column 16");
+  magicube::VectorSparse bad_ptr = mask;
+  bad_ptr.block_ptr.pop_back();
+  expect_error([&] { op.pack_mask(bad_ptr); }, Kind::Invalid, "block_ptr");
+  magicube::HostMask hm = op.pack_mask(mask);
+  expect_error([&] { hm.output_index(SparseLayout::Bcrs, mask.num_vectors(), 0); }, Kind::Invalid, "out of range");
+
+  std::vector<int64_t> a(16 * 10, 1), b(10 * 16, 1);
+  a[3 * 10 + 2] = 200;
+  expect_error([&] { op.pack_lhs(a, 16, 10); }, Kind::Invalid, "lhs A[3, 2] = 200");
+  expect_error([&] { op.pack_lhs(a, 16, 9); }, Kind::Invalid, "lhs A");
+  b[5] = 16;  // column-major: B[5, 0]
+  expect_error([&] { op.pack_rhs(b, 10, 16); }, Kind::Invalid, "rhs B[5, 0] = 16");
+  expect_error([&] { op.pack_rhs(b, 0, 16); }, Kind::Invalid, "rhs B: shape 0 x 16");
+  // K beyond an int32 output's exactness bound.
+  magicube::Sddmm wide(sddmm({16, true}, {16, true}, 8));
+  std::vector<int64_t> long_a(16 * 64, 1);
+  expect_error([&] { wide.pack_lhs(long_a, 16, 64); }, Kind::Invalid, "max_exact_k");
+}
+
+TEST(Api, SddmmDeviceCallsWithoutAGpuThrowNoGpu) {
+  std::string reason = magicube::no_gpu_reason();
+  if (reason.empty()) GTEST_SKIP() << "a GPU is present (the GPU tests below cover the device calls)";
+  std::mt19937_64 rng(17);
+  OpSpec spec = sddmm({8, true}, {8, true}, 8);
+  magicube::Sddmm op(spec);
+  magicube::VectorSparse mask = random_vector_sparse(rng, 16, 32, 8, 8, ElemType{1, false});
+  std::vector<int64_t> a = random_dense(rng, 16 * 24, spec.lhs), b = random_dense(rng, 24 * 32, spec.rhs);
+  magicube::HostMask hm = op.pack_mask(mask);
+  expect_error([&] { op.upload(hm); }, Kind::NoGpu, reason);
+  expect_error([&] { op.upload(op.pack_lhs(a, 16, 24)); }, Kind::NoGpu, reason);
+  expect_error([&] { op.load(); }, Kind::NoGpu, "no GPU: ");
+  expect_error([&] { magicube::sddmm_host(spec, mask, a, b, 24); }, Kind::NoGpu, reason);
+  expect_error([] { magicube::device_arch(); }, Kind::NoGpu, reason);
+  OpSpec f16 = magicube::parse_spec("spmm.s8xs8.v8.n64.pf.f16+t.sm_90");
+  magicube::VectorSparse sa = random_vector_sparse(rng, 16, 32, 8, 8, f16.lhs);
+  std::vector<int64_t> sb = random_dense(rng, 32 * 8, f16.rhs);
+  magicube::EpilogueArgs half;
+  half.alpha = 0.5f;
+  expect_error([&] { magicube::spmm_host(f16, sa, sb, 8, half); }, Kind::NoGpu, reason);
+}
+
+// ---- float outputs and SDDMM on the GPU ----------------------------------------------------
+
+TEST(ApiGpu, SpmmFloatOutputsEqualTheRoundedReference) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(18);
+  const std::string arch = ctx->compute_capability() >= 90 ? "sm_90" : "sm_80";
+  int newest = 0;
+  for (int a : {80, 86, 89, 90})
+    if (a <= ctx->compute_capability()) newest = a;
+  EXPECT_EQ(magicube::device_arch(), newest);
+  for (std::string text : {"spmm.s8xs8.v8.n64.pf.f16+rc+colbias.", "spmm.s12xu4.v4.n64.pf.f32+t+rowbias.",
+                           "spmm.u4xs4.v2.n64.pf.bf16."}) {
+    OpSpec spec = magicube::parse_spec(text + arch);
+    const int64_t m = 45, k = 130, n = 70;
+    magicube::VectorSparse a = random_vector_sparse(rng, m, k, spec.v, k, spec.lhs);
+    std::vector<int64_t> b = random_dense(rng, k * n, spec.rhs);
+    magicube::EpilogueArgs e = random_epilogue(rng, spec, m, n);
+    std::vector<int64_t> got = magicube::spmm_host(spec, a, b, n, e);
+    std::vector<int64_t> exact = magicube::reference_spmm(a, b, n);
+    ASSERT_EQ(got.size(), exact.size());
+    for (int64_t i = 0; i < m * n; ++i)
+      ASSERT_EQ(got[i], stored_bits(spec.out, magicube::dequantize(spec, exact[i], e, i / n, i % n)))
+          << text << " element " << i;
+  }
+}
+
+TEST(ApiGpu, SddmmHostIsBitExact) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(19);
+  int arch = ctx->compute_capability() >= 90 ? 90 : 80;
+  for (OpSpec spec : {sddmm({8, true}, {8, true}, 8, OutType::Int32, arch), sddmm({12, true}, {4, false}, 4, OutType::Int32, arch),
+                      sddmm({16, true}, {16, true}, 2, OutType::Int64, arch), sddmm({3, false}, {7, true}, 1, OutType::Int32, arch)})
+    for (SparseLayout layout : {SparseLayout::Bcrs, SparseLayout::SrBcrs}) {
+      magicube::Sddmm op(spec);
+      const int64_t m = 77, n = 200, k = std::min<int64_t>(301, op.max_reduction_length());
+      magicube::VectorSparse mask = random_vector_sparse(rng, m, n, spec.v, n, ElemType{1, false});
+      std::vector<int64_t> a = random_dense(rng, m * k, spec.lhs), b = random_dense(rng, k * n, spec.rhs);
+      std::vector<int64_t> got = magicube::sddmm_host(spec, mask, a, b, k, layout);
+      std::vector<int64_t> want = magicube::reference_sddmm(mask, a, b, k);
+      magicube::HostMask hm = op.pack_mask(mask);
+      ASSERT_EQ(int64_t(got.size()), hm.output_elements(layout));
+      for (int64_t i = 0; i < mask.num_vectors(); ++i)
+        for (int r = 0; r < spec.v; ++r)
+          ASSERT_EQ(got[hm.output_index(layout, i, r)], want[i * spec.v + r])
+              << magicube::to_string(spec) << " vector " << i << " row " << r;
+    }
+}
+
+TEST(ApiGpu, SddmmFloatAndDeviceOperands) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(20);
+  OpSpec spec = sddmm({8, true}, {8, true}, 8, OutType::F16, magicube::device_arch() >= 90 ? 90 : 80, Scale::RowCol);
+  magicube::Sddmm op(spec);
+  op.load();
+  const int64_t m = 60, n = 150, k = 64;
+  magicube::VectorSparse mask = random_vector_sparse(rng, m, n, 8, 40, ElemType{1, false});
+  std::vector<int64_t> a = random_dense(rng, m * k, spec.lhs), b = random_dense(rng, k * n, spec.rhs);
+  magicube::EpilogueArgs e = random_epilogue(rng, spec, m, n);
+  std::vector<int64_t> exact = magicube::reference_sddmm(mask, a, b, k);
+
+  magicube::HostMask hm = op.pack_mask(mask, 16);
+  magicube::DeviceMask dm = op.upload(hm);
+  magicube::DeviceDense da = op.upload(op.pack_lhs(a, m, k));
+  magicube::DeviceDense db = op.upload(op.pack_rhs(b, k, n));
+  magicube::DeviceEpilogue de = op.upload(e);
+  for (SparseLayout layout : {SparseLayout::SrBcrs, SparseLayout::Bcrs}) {
+    magicube::DeviceBuffer out = op.allocate_output(dm, layout);
+    EXPECT_EQ(out.bytes(), std::max<size_t>(1, size_t(hm.output_elements(layout)) * 2));
+    op.run(dm, da, db, out.ptr(), layout, nullptr, &de);
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    auto got = out.download<uint16_t>(hm.output_elements(layout));
+    ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+    for (int64_t blk = 0; blk < mask.num_blocks(); ++blk)
+      for (int64_t i = mask.block_ptr[blk]; i < mask.block_ptr[blk + 1]; ++i)
+        for (int r = 0; r < 8; ++r) {
+          int64_t row = blk * 8 + r;
+          if (row >= m) continue;  // not written
+          double x = magicube::dequantize(spec, exact[i * 8 + r], e, row, mask.col[i]);
+          ASSERT_EQ((*got)[hm.output_index(layout, i, r)], magicube::f16_bits(x)) << "vector " << i << " row " << r;
+        }
+  }
+  // The host-epilogue overload waits for the stream and gives the same bits.
+  magicube::DeviceBuffer out = op.allocate_output(hm);
+  op.run(dm, da, db, out.ptr(), SparseLayout::Bcrs, nullptr, e);
+  auto again = out.download<uint16_t>(hm.output_elements(SparseLayout::Bcrs));
+  ASSERT_TRUE(bool(again));
+  std::vector<int64_t> host = magicube::sddmm_host(spec, mask, a, b, k, SparseLayout::Bcrs, e);
+  ASSERT_EQ(host.size(), again->size());
+  for (int64_t blk = 0; blk < mask.num_blocks(); ++blk)
+    for (int64_t i = mask.block_ptr[blk]; i < mask.block_ptr[blk + 1]; ++i)
+      for (int r = 0; r < 8; ++r) {
+        if (blk * 8 + r >= m) EXPECT_EQ(host[i * 8 + r], 0) << "rows past M read 0";
+        else ASSERT_EQ(host[i * 8 + r], (*again)[i * 8 + r]) << "vector " << i << " row " << r;
+      }
+  // A missing scale vector is refused before the launch, naming it.
+  magicube::EpilogueArgs short_e = e;
+  short_e.col_scale.pop_back();
+  expect_error([&] { magicube::sddmm_host(spec, mask, a, b, k, SparseLayout::Bcrs, short_e); }, Kind::Invalid,
+               "col_scale");
+  // Operands packed for another plan are refused.
+  magicube::Sddmm other(sddmm({16, true}, {8, true}, 8, OutType::Int64, spec.arch));
+  expect_error([&] { other.run(dm, da, db, out.ptr()); }, Kind::Invalid, "another plan");
 }
 
 }  // namespace

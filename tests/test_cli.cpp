@@ -319,11 +319,6 @@ TEST(Cli, RunRefusesBadInputsWithoutAGpu) {
   EXPECT_NE(k.output.find("max_exact_k"), std::string::npos) << k.output;
   EXPECT_NE(k.output.find("K=64"), std::string::npos) << k.output;
 
-  Result sddmm = cli("run --op=sddmm --m=16 --k=16 --sparsity=0.5 --n=8", tmp.path());
-  EXPECT_EQ(sddmm.status, 2) << sddmm.output;
-  EXPECT_NE(sddmm.output.find("not implemented"), std::string::npos) << sddmm.output;
-  EXPECT_EQ(std::count(sddmm.output.begin(), sddmm.output.end(), '\n'), 1) << sddmm.output;
-
   struct Bad {
     std::string flags, needle;
   } bad[] = {
@@ -332,13 +327,159 @@ TEST(Cli, RunRefusesBadInputsWithoutAGpu) {
       {"--m=16 --k=16 --sparsity=1 --n=8", "sparsity: --sparsity=1"},
       {"--m=0 --k=16 --sparsity=0.5 --n=8", "m: --m=0"},
       {"--m=16 --k=16 --sparsity=0.5 --n=8 --repeat=0", "repeat:"},
-      {"--m=16 --k=16 --sparsity=0.5 --n=8 --out=f32", "out:"},
+      {"--m=16 --k=16 --sparsity=0.5 --n=8 --scale=tensor", "scale: a tensor scale needs a float output"},
+      {"--m=16 --k=16 --sparsity=0.5 --n=8 --out=f16 --bias=diag", "bias: unknown bias 'diag'"},
+      {"--m=16 --k=16 --sparsity=0.5 --n=8 --layout=srbcrs", "layout: --layout=srbcrs applies to --op=sddmm only"},
+      {"--m=16 --k=16 --sparsity=0.5 --n=8 --stride=16", "stride: --stride=16 applies to --op=sddmm only"},
       {"--m=16 --k=16 --sparsity=0.5 --n=8 --candidate=99", "candidate:"},
       {"--matrix=/no/such/file.smtx --n=8", "/no/such/file.smtx"},
       {"--matrix=x.smtx --m=4 --n=8", "cannot be combined"},
   };
   for (const Bad &b : bad) {
     Result r = cli("run " + b.flags, tmp.path());
+    EXPECT_EQ(r.status, 1) << b.flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(b.needle), std::string::npos) << b.flags << "\n" << r.output;
+  }
+}
+
+// Float outputs: --scale and --bias go through the IR (validated there) into the plan.
+TEST(Cli, PlanFloatScaleAndBias) {
+  TempDir tmp;
+  Result r = cli("plan --out=f16 --scale=rowcol --bias=col", tmp.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("plan spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epilogue  f16: int64 sum of terms, in double * row_scale[r] * col_scale[c] + bias[c], "
+                          "rounded to nearest even"),
+            std::string::npos)
+      << r.output;
+  Result t = cli("plan --op=sddmm --out=bf16 --scale=tensor --format=json", tmp.path());
+  ASSERT_EQ(t.status, 0) << t.output;
+  auto v = llvm::json::parse(t.output);
+  ASSERT_TRUE(bool(v)) << llvm::toString(v.takeError());
+  const llvm::json::Object *spec = v->getAsObject() ? v->getAsObject()->getObject("spec") : nullptr;
+  ASSERT_NE(spec, nullptr) << t.output;
+  EXPECT_EQ(spec->getString("scale").getValueOr(""), "tensor") << t.output;
+  EXPECT_EQ(spec->getString("out").getValueOr(""), "bf16") << t.output;
+  EXPECT_EQ(spec->getString("bias").getValueOr(""), "none") << t.output;
+  // The defaults are none: the integer plans are unchanged.
+  Result none = cli("plan --out=f32", tmp.path());
+  ASSERT_EQ(none.status, 0) << none.output;
+  EXPECT_NE(none.output.find("plan spmm.s8xs8.v8.n64.pf.f32.sm_90"), std::string::npos) << none.output;
+}
+
+TEST(Cli, ScaleAndBiasAreValidatedByTheIr) {
+  TempDir tmp;
+  struct Bad {
+    std::string flags, needle;
+  } bad[] = {
+      {"--scale=rowcol --out=int32", "magicube: error: scale: a rowcol scale needs a float output (out is i32"},
+      {"--scale=tensor --out=int64", "magicube: error: scale: a tensor scale needs a float output (out is i64"},
+      {"--bias=row", "magicube: error: bias: a row bias needs a float output"},
+      {"--op=sddmm --out=f16 --bias=col", "magicube: error: bias: SDDMM takes no bias"},
+      {"--out=f16 --scale=perchannel", "magicube: error: scale: unknown scale 'perchannel' (allowed: none, tensor, rowcol)"},
+      {"--out=f16 --bias=both", "magicube: error: bias: unknown bias 'both' (allowed: none, row, col)"},
+  };
+  for (const Bad &b : bad) {
+    Result r = cli("plan " + b.flags, tmp.path());
+    EXPECT_EQ(r.status, 1) << b.flags;
+    EXPECT_NE(r.output.find(b.needle), std::string::npos) << b.flags << ":\n" << r.output;
+  }
+  // compile and run validate the same way, before anything else.
+  Result c = cli("compile --scale=rowcol --emit=cuda -o " + quote(tmp.file("x.cu")), tmp.path());
+  EXPECT_EQ(c.status, 1);
+  EXPECT_NE(c.output.find("scale:"), std::string::npos) << c.output;
+  EXPECT_FALSE(llvm::sys::fs::exists(tmp.file("x.cu")));
+  Result r = cli("run --op=sddmm --out=f16 --bias=row --m=16 --n=16 --sparsity=0.5 --k=16", tmp.path());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("bias:"), std::string::npos) << r.output;
+}
+
+TEST(Cli, CompileFloatEpilogue) {
+  TempDir tmp;
+  Result r = cli("compile --out=f16 --scale=rowcol --bias=row --emit=cuda -o -", tmp.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::F16, 90, Scale::RowCol, Bias::Row};
+  EXPECT_NE(r.output.find(kernel_name_of(s)), std::string::npos) << kernel_name_of(s);
+  EXPECT_NE(r.output.find("row_scale"), std::string::npos);
+}
+
+// Float SpMM: random scales and bias, every element bitwise equal to the rounded double
+// reference; or the one-line no-GPU message.
+TEST(Cli, RunFloatSpmm) {
+  TempDir tmp;
+  std::string reason;
+  bool gpu = has_gpu(&reason);
+  for (const std::string &flags :
+       {std::string("--lhs=s8 --rhs=s8 --v=8 --out=f16 --scale=rowcol --bias=col"),
+        std::string("--lhs=s12 --rhs=u4 --v=4 --out=f32 --scale=tensor --bias=row"),
+        std::string("--lhs=u4 --rhs=s4 --v=2 --out=bf16"), std::string("--lhs=s16 --rhs=s16 --v=8 --out=f32")}) {
+    Result r = cli("run " + flags + " --m=100 --k=300 --sparsity=0.7 --n=70 --repeat=3 --warmup=1", tmp.path());
+    if (!gpu) {
+      EXPECT_EQ(r.status, 2) << flags << "\n" << r.output;
+      EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n") << flags;
+    } else {
+      EXPECT_EQ(r.status, 0) << flags << "\n" << r.output;
+      EXPECT_NE(r.output.find("exact: yes (bitwise equal to the rounded double reference)"), std::string::npos)
+          << flags << "\n" << r.output;
+      EXPECT_NE(r.output.find("max relative error"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("epilogue  "), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("TOPS"), std::string::npos) << r.output;
+    }
+  }
+}
+
+// SDDMM: synthetic and .smtx masks, both output layouts, integer and float outputs.
+TEST(Cli, RunSddmm) {
+  TempDir tmp;
+  std::string reason;
+  bool gpu = has_gpu(&reason);
+  std::string m = tmp.file("mask.smtx");
+  { std::ofstream(m) << "4, 6, 7\n0 2 3 3 7\n0 5 1 0 2 4 5\n"; }
+  struct Case {
+    std::string flags, problem;
+  } cases[] = {
+      {"--lhs=s8 --rhs=s8 --v=8 --m=100 --n=90 --sparsity=0.7 --k=300", "M=100 N=90 K=300 V=8"},
+      {"--lhs=s12 --rhs=u4 --v=4 --m=64 --n=200 --sparsity=0.5 --k=77 --layout=srbcrs --stride=16",
+       "M=64 N=200 K=77 V=4"},
+      {"--lhs=s16 --rhs=s16 --v=2 --out=int64 --m=33 --n=50 --sparsity=0.2 --k=100 --layout=srbcrs",
+       "M=33 N=50 K=100 V=2"},
+      {"--lhs=s8 --rhs=s8 --v=8 --out=f16 --scale=rowcol --m=64 --n=128 --sparsity=0.9 --k=64", "M=64 N=128 K=64 V=8"},
+      {"--lhs=u5 --rhs=s3 --v=4 --out=bf16 --scale=tensor --matrix=" + quote(m) + " --k=40 --layout=srbcrs",
+       "M=16 N=6 K=40 V=4 nnz-vectors=7"},
+  };
+  for (const Case &c : cases) {
+    Result r = cli("run --op=sddmm " + c.flags + " --repeat=3 --warmup=1", tmp.path());
+    if (!gpu) {
+      EXPECT_EQ(r.status, 2) << c.flags << "\n" << r.output;
+      EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n") << c.flags;
+    } else {
+      EXPECT_EQ(r.status, 0) << c.flags << "\n" << r.output;
+      EXPECT_NE(r.output.find("exact: yes"), std::string::npos) << c.flags << "\n" << r.output;
+      EXPECT_NE(r.output.find(c.problem), std::string::npos) << c.flags << "\n" << r.output;
+      EXPECT_NE(r.output.find("median"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("2 * nnz-vectors * V * K"), std::string::npos) << r.output;
+    }
+  }
+}
+
+TEST(Cli, RunSddmmRefusesBadInputsWithoutAGpu) {
+  TempDir tmp;
+  struct Bad {
+    std::string flags, needle;
+  } bad[] = {
+      {"--m=16 --n=16 --sparsity=0.5", "k: --k=0"},
+      {"--m=16 --sparsity=0.5 --k=16", "(missing: --n)"},
+      {"--m=16 --n=16 --sparsity=1 --k=16", "sparsity: --sparsity=1"},
+      {"--m=16 --n=0 --sparsity=0.5 --k=16", "n: --n=0"},
+      {"--m=16 --n=16 --sparsity=0.5 --k=16 --layout=csr", "layout: 'csr' is not allowed (allowed: bcrs, srbcrs)"},
+      {"--m=16 --n=16 --sparsity=0.5 --k=16 --stride=0", "stride: --stride=0 is not allowed"},
+      {"--matrix=x.smtx --n=16 --k=16", "cannot be combined with --m, --n or --sparsity"},
+      {"--matrix=/no/such/mask.smtx --k=16", "/no/such/mask.smtx"},
+      {"--lhs=s16 --rhs=s16 --m=16 --n=16 --sparsity=0.5 --k=64", "max_exact_k"},
+      {"--m=16 --n=16 --sparsity=0.5 --k=16 --candidate=99", "candidate:"},
+  };
+  for (const Bad &b : bad) {
+    Result r = cli("run --op=sddmm " + b.flags, tmp.path());
     EXPECT_EQ(r.status, 1) << b.flags << "\n" << r.output;
     EXPECT_NE(r.output.find(b.needle), std::string::npos) << b.flags << "\n" << r.output;
   }

@@ -68,6 +68,10 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   if (!out) return out.takeError();
   auto arch = parse_arch(f.arch);
   if (!arch) return arch.takeError();
+  auto scale = parse_scale(f.scale);
+  if (!scale) return scale.takeError();
+  auto bias = parse_bias(f.bias);
+  if (!bias) return bias.takeError();
   s.op = *op;
   s.lhs = *lhs;
   s.rhs = *rhs;
@@ -76,6 +80,8 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.prefetch = !f.no_prefetch;
   s.out = *out;
   s.arch = *arch;
+  s.scale = *scale;
+  s.bias = *bias;
   if (auto e = validate(s)) return e;
   return s;
 }

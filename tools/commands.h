@@ -3,7 +3,7 @@
 // process's exit status:
 //   0  success
 //   1  bad input (the message names it), a failed compile, write or CUDA call, a mismatch
-//   2  nothing was run: no GPU, or the op is not implemented by the command yet
+//   2  nothing was run: no GPU
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,8 @@ namespace magicube::tool {
 // The op flags shared by plan, compile and run.
 struct OpFlags {
   std::string op = "spmm", lhs = "s8", rhs = "s8", out = "int32", arch = "sm_90";
+  std::string scale = "none";  // float outputs: none | tensor | rowcol
+  std::string bias = "none";   // float SpMM outputs: none | row | col
   int v = 8, bsn = 64;
   bool no_prefetch = false;
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
@@ -43,18 +45,26 @@ int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &ou
 // cache path|stats|clear on the default disk cache.
 int cmd_cache(const std::string &action);
 
+// The sparse operand of run: SpMM's A (M x K) or SDDMM's mask (M x N).
 struct RunArgs {
   std::string matrix;  // a DLMC .smtx file, dilated by V; or else a synthetic matrix:
   int64_t m = 0, k = 0;
   double sparsity = -1;  // fraction of zero vectors per row-block, in [0, 1)
-  bool m_given = false, k_given = false, sparsity_given = false;
+  bool m_given = false, k_given = false, sparsity_given = false, n_given = false;
   int64_t n = 0;
+  std::string layout = "bcrs";  // SDDMM's output layout: srbcrs | bcrs
+  int stride = 32;              // SDDMM's SR-BCRS stride (vectors per stride)
+  bool layout_given = false, stride_given = false;
   int repeat = 50, warmup = 10;
   uint64_t seed = 1;
 };
 
 // run: builds random inputs, runs the kernel once and checks it bit-exact against the int64
-// reference, then times `repeat` launches with CUDA events.
+// reference (float outputs: bit for bit against the CPU rounding of the dequantized double
+// reference, with random scales and bias), then times `repeat` launches with CUDA events.
+//   SpMM:  A from --matrix (dilated by V) or --m/--k/--sparsity; B is K x N (--n).
+//   SDDMM: the mask from --matrix or --m/--n/--sparsity; A is M x K, B is K x N (--k);
+//          the output in --layout=bcrs|srbcrs order (--stride for SR-BCRS).
 int cmd_run(const OpFlags &f, const RunArgs &args);
 
 }  // namespace magicube::tool

@@ -4,18 +4,24 @@
 //   magicube plan    <op flags> [--candidate=I] [--format=text|json] [--all]
 //   magicube compile <op flags> [--candidate=I] --emit=cuda|ptx|cubin -o FILE
 //   magicube run     <op flags> [--candidate=I] (--matrix=FILE.smtx | --m=M --k=K --sparsity=S)
-//                    --n=N [--repeat=R] [--warmup=W] [--seed=S]
+//                    --n=N [--repeat=R] [--warmup=W] [--seed=S]                       (spmm)
+//   magicube run     --op=sddmm <op flags> (--matrix=FILE.smtx | --m=M --n=N --sparsity=S)
+//                    --k=K [--layout=bcrs|srbcrs] [--stride=32] [--repeat=R] ...      (sddmm)
 //   magicube cache   path|stats|clear
+//   magicube tune    <op flags> (--matrix=FILE.smtx | --m --k --sparsity) --n=N [--verify] ...
+//   magicube bench   [--out-dir=DIR] [--quick] [--filter=L8-R8,...] [--dlmc=DIR|ARCHIVE] ...
 //
-// op flags: --op --lhs --rhs --v --bsn --no-prefetch --out --arch
+// op flags: --op --lhs --rhs --v --bsn --no-prefetch --out --scale --bias --arch
 // Exit status: 0 success; 1 bad input or a failure (the message names it); 2 nothing run
-// (no GPU, or an op the command does not implement yet).
+// (no GPU).
 #include <string>
 
 #include "compiler/log.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
+#include "tools/bench_cmd.h"
 #include "tools/commands.h"
+#include "tools/tune_cmd.h"
 
 namespace cl = llvm::cl;
 using namespace magicube;
@@ -26,9 +32,11 @@ cl::SubCommand PlanCmd("plan", "Lower an op for an arch and print its emulation 
 cl::SubCommand CompileCmd("compile", "Write the generated CUDA source, PTX or cubin of an op's plan");
 cl::SubCommand RunCmd("run", "Run an op on random inputs on the GPU: check it bit-exact, then time it");
 cl::SubCommand CacheCmd("cache", "The kernel disk cache: path | stats | clear");
+cl::SubCommand TuneCmd("tune", "Time every candidate kernel of an op on a matrix; store the fastest for reuse");
+cl::SubCommand BenchCmd("bench", "Benchmark our kernels against cuBLASLt, cuBLAS, cuSPARSE and the published Magicube times");
 
 // Op flags, shared by the subcommands that take an op.
-#define OP_SUBS cl::sub(PlanCmd), cl::sub(CompileCmd), cl::sub(RunCmd)
+#define OP_SUBS cl::sub(PlanCmd), cl::sub(CompileCmd), cl::sub(RunCmd), cl::sub(TuneCmd)
 cl::OptionCategory OpCat("Op options");
 cl::opt<std::string> OpFlag("op", cl::desc("spmm | sddmm"), cl::init("spmm"), cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> LhsFlag("lhs", cl::desc("LHS element type: s<bits> | u<bits>, bits 1..16"), cl::init("s8"),
@@ -36,10 +44,14 @@ cl::opt<std::string> LhsFlag("lhs", cl::desc("LHS element type: s<bits> | u<bits
 cl::opt<std::string> RhsFlag("rhs", cl::desc("RHS element type: s<bits> | u<bits>, bits 1..16"), cl::init("s8"),
                              cl::cat(OpCat), OP_SUBS);
 cl::opt<int> VFlag("v", cl::desc("vector length V: 1, 2, 4 or 8"), cl::init(8), cl::cat(OpCat), OP_SUBS);
-cl::opt<int> BsnFlag("bsn", cl::desc("dense tile width: 32, 64 or 128"), cl::init(64), cl::cat(OpCat), OP_SUBS);
+cl::opt<int> BsnFlag("bsn", cl::desc("dense tile width: 32, 64, 128 or 256"), cl::init(64), cl::cat(OpCat), OP_SUBS);
 cl::opt<bool> NoPrefetchFlag("no-prefetch", cl::desc("disable the prefetch pipeline"), cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> OutFlag("out", cl::desc("output type: int32 | int64 | f32 | f16 | bf16"), cl::init("int32"),
                              cl::cat(OpCat), OP_SUBS);
+cl::opt<std::string> ScaleFlag("scale", cl::desc("float outputs' dequantization scale: none | tensor | rowcol"),
+                               cl::init("none"), cl::cat(OpCat), OP_SUBS);
+cl::opt<std::string> BiasFlag("bias", cl::desc("float SpMM outputs' bias: none | row | col"), cl::init("none"),
+                              cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> ArchFlag("arch", cl::desc("sm_80 | sm_86 | sm_89 | sm_90 (run: default the GPU's own)"),
                               cl::init("sm_90"), cl::cat(OpCat), OP_SUBS);
 cl::opt<int> CandidateFlag("candidate", cl::desc("which candidate plan, 0 = best (see plan --all)"), cl::init(0),
@@ -61,23 +73,83 @@ cl::opt<std::string> OutputFlag("o", cl::desc("output file ('-' for stdout)"), c
 // run
 cl::OptionCategory RunCat("Run options");
 cl::opt<std::string> MatrixFlag("matrix", cl::desc("a DLMC .smtx sparsity pattern, dilated by V"),
-                                cl::value_desc("file"), cl::cat(RunCat), cl::sub(RunCmd));
-cl::opt<long long> MFlag("m", cl::desc("rows of a synthetic A"), cl::cat(RunCat), cl::sub(RunCmd));
-cl::opt<long long> KFlag("k", cl::desc("columns of a synthetic A (the reduction length)"), cl::cat(RunCat),
-                         cl::sub(RunCmd));
-cl::opt<double> SparsityFlag("sparsity", cl::desc("fraction of zero vectors per row-block of a synthetic A, [0, 1)"),
-                             cl::cat(RunCat), cl::sub(RunCmd));
-cl::opt<long long> NFlag("n", cl::desc("columns of B and C"), cl::cat(RunCat), cl::sub(RunCmd));
+                                cl::value_desc("file"), cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<long long> MFlag("m", cl::desc("rows of a synthetic A (spmm) or mask (sddmm)"), cl::cat(RunCat),
+                         cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<long long> KFlag("k", cl::desc("the reduction length: columns of a synthetic A (spmm); A's columns (sddmm)"),
+                         cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<double> SparsityFlag("sparsity",
+                             cl::desc("fraction of zero vectors per row-block of a synthetic A or mask, [0, 1)"),
+                             cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<long long> NFlag("n", cl::desc("columns of B and C (spmm); columns of a synthetic mask (sddmm)"),
+                         cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<std::string> LayoutFlag("layout", cl::desc("sddmm output layout: bcrs | srbcrs"), cl::init("bcrs"),
+                                cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<int> StrideFlag("stride", cl::desc("sddmm: vectors per stride of the mask's SR-BCRS (and srbcrs output)"),
+                        cl::init(32), cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<int> RepeatFlag("repeat", cl::desc("timed launches (the median is reported)"), cl::init(50), cl::cat(RunCat),
-                        cl::sub(RunCmd));
+                        cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<int> WarmupFlag("warmup", cl::desc("untimed launches before timing"), cl::init(10), cl::cat(RunCat),
-                        cl::sub(RunCmd));
+                        cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<unsigned long long> SeedFlag("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(RunCat),
-                                     cl::sub(RunCmd));
+                                     cl::sub(RunCmd), cl::sub(TuneCmd));
 
 // cache
 cl::opt<std::string> CacheAction(cl::Positional, cl::desc("path | stats | clear"), cl::value_desc("action"),
                                  cl::sub(CacheCmd));
+
+// bench
+cl::OptionCategory BenchCat("Bench options");
+cl::opt<std::string> BenchOutDir("out-dir", cl::desc("folder for results.csv, summary.md and the plots"),
+                                 cl::init("magicube-bench"), cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<bool> BenchQuick("quick", cl::desc("a small subset (about a minute on an H100)"), cl::cat(BenchCat),
+                         cl::sub(BenchCmd));
+cl::opt<std::string> BenchFilter("filter", cl::desc("precisions to run, e.g. L8-R8,L4-R4 or s8xu4 (default: all)"),
+                                 cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<std::string> BenchDlmc("dlmc", cl::desc("DLMC .smtx folder tree or its .tar.gz (default: look for the archive)"),
+                               cl::value_desc("dir|archive"), cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<int> BenchDlmcLimit("dlmc-limit", cl::desc("DLMC files per sparsity, 0 = all (default 10, --quick 2)"),
+                            cl::init(-1), cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<std::string> BenchV("v", cl::desc("V values, e.g. 8,4,2 (default 8,4,2; --quick 8)"), cl::cat(BenchCat),
+                            cl::sub(BenchCmd));
+cl::opt<std::string> BenchN("n", cl::desc("N values of SpMM, e.g. 256,512 (default)"), cl::cat(BenchCat),
+                            cl::sub(BenchCmd));
+cl::opt<std::string> BenchSections("sections", cl::desc("synthetic,dlmc,sddmm,small,jit (default: all)"),
+                                   cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<int> BenchRepeat("repeat", cl::desc("timed runs per contender (the median is reported)"), cl::init(20),
+                         cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<int> BenchWarmup("warmup", cl::desc("untimed runs before timing"), cl::init(10), cl::cat(BenchCat),
+                         cl::sub(BenchCmd));
+cl::opt<unsigned long long> BenchSeed("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(BenchCat),
+                                      cl::sub(BenchCmd));
+cl::opt<std::string> BenchL2("l2", cl::desc("warm (inputs stay in L2) | flush (L2 flushed before each timed run)"),
+                             cl::init("warm"), cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<bool> BenchNoVendor("no-vendor", cl::desc("skip cuBLASLt, cuBLAS and cuSPARSE"), cl::cat(BenchCat),
+                            cl::sub(BenchCmd));
+cl::opt<bool> BenchNoPlots("no-plots", cl::desc("do not run bench/plots.py"), cl::cat(BenchCat), cl::sub(BenchCmd));
+cl::opt<bool> BenchTune("tune", cl::desc("autotune each problem of ours before timing it (slow)"), cl::cat(BenchCat),
+                        cl::sub(BenchCmd));
+
+bench::BenchOptions bench_options() {
+  bench::BenchOptions b;
+  b.out_dir = BenchOutDir;
+  b.quick = BenchQuick;
+  b.filter = BenchFilter;
+  b.dlmc = BenchDlmc;
+  b.dlmc_given = BenchDlmc.getNumOccurrences() > 0;
+  b.dlmc_limit = BenchDlmcLimit;
+  b.vs = BenchV;
+  b.ns = BenchN;
+  b.sections = BenchSections;
+  b.repeat = BenchRepeat;
+  b.warmup = BenchWarmup;
+  b.seed = BenchSeed;
+  b.l2 = BenchL2;
+  b.no_vendor = BenchNoVendor;
+  b.no_plots = BenchNoPlots;
+  b.tune = BenchTune;
+  return b;
+}
 
 tool::OpFlags op_flags() {
   tool::OpFlags f;
@@ -85,6 +157,8 @@ tool::OpFlags op_flags() {
   f.lhs = LhsFlag;
   f.rhs = RhsFlag;
   f.out = OutFlag;
+  f.scale = ScaleFlag;
+  f.bias = BiasFlag;
   f.arch = ArchFlag;
   f.arch_given = ArchFlag.getNumOccurrences() > 0;
   f.v = VFlag;
@@ -103,11 +177,31 @@ tool::RunArgs run_args() {
   r.m_given = MFlag.getNumOccurrences() > 0;
   r.k_given = KFlag.getNumOccurrences() > 0;
   r.sparsity_given = SparsityFlag.getNumOccurrences() > 0;
-  r.n = NFlag.getNumOccurrences() ? (long long)NFlag : 0;
+  r.n_given = NFlag.getNumOccurrences() > 0;
+  r.n = r.n_given ? (long long)NFlag : 0;
+  r.layout = LayoutFlag;
+  r.layout_given = LayoutFlag.getNumOccurrences() > 0;
+  r.stride = StrideFlag;
+  r.stride_given = StrideFlag.getNumOccurrences() > 0;
   r.repeat = RepeatFlag;
   r.warmup = WarmupFlag;
   r.seed = SeedFlag;
   return r;
+}
+
+// tune (also takes the op flags and run's matrix, size and timing options)
+cl::OptionCategory TuneCat("Tune options");
+cl::opt<bool> TuneVerify("verify", cl::desc("check each candidate bit-exact before timing it"), cl::cat(TuneCat),
+                         cl::sub(TuneCmd));
+
+tool::TuneArgs tune_args() {
+  tool::TuneArgs t;
+  t.input = run_args();
+  t.bsn_given = BsnFlag.getNumOccurrences() > 0;
+  t.no_prefetch_given = NoPrefetchFlag.getNumOccurrences() > 0;
+  t.candidate_given = CandidateFlag.getNumOccurrences() > 0;
+  t.verify = TuneVerify;
+  return t;
 }
 
 }  // namespace
@@ -118,7 +212,9 @@ int main(int argc, char **argv) {
   if (PlanCmd) return tool::cmd_plan(op_flags(), FormatFlag, AllFlag);
   if (CompileCmd) return tool::cmd_compile(op_flags(), EmitFlag, OutputFlag);
   if (RunCmd) return tool::cmd_run(op_flags(), run_args());
+  if (TuneCmd) return tool::cmd_tune(op_flags(), tune_args());
   if (CacheCmd) return tool::cmd_cache(CacheAction);
-  llvm::errs() << "magicube: error: no command given (commands: plan, compile, run, cache; try: magicube --help)\n";
+  if (BenchCmd) return tool::cmd_bench(bench_options(), argc, argv);
+  llvm::errs() << "magicube: error: no command given (commands: plan, compile, run, cache, bench, tune; try: magicube --help)\n";
   return 1;
 }

@@ -51,11 +51,11 @@ inline llvm::Expected<std::vector<int64_t>> gpu_spmm(Context &ctx, const Plan &p
   if (!de) return de.takeError();
   auto c = DeviceBuffer::allocate(std::max<size_t>(1, a.rows * n * out_bytes(p.spec.out)));
   if (!c) return c.takeError();
-  if (auto e = c->memset(0xAB)) return std::move(e);  // poison: every element must be written
+  if (auto e = c->memset(0xAB)) return e;  // poison: every element must be written
   auto k = Kernel::get(ctx, p);
   if (!k) return k.takeError();
-  if (auto e = (*k)->launch(*da, *db, c->ptr(), nullptr, &*de)) return std::move(e);
-  if (auto e = ctx.synchronize()) return std::move(e);
+  if (auto e = (*k)->launch(*da, *db, c->ptr(), nullptr, &*de)) return e;
+  if (auto e = ctx.synchronize()) return e;
   return download_out(*c, a.rows * n, p.spec.out);
 }
 
@@ -79,11 +79,11 @@ inline llvm::Expected<std::vector<int64_t>> gpu_sddmm(Context &ctx, const Plan &
   int64_t count = (layout == SparseLayout::Bcrs ? mask.num_vectors() : m.num_slots()) * mask.v;
   auto out = DeviceBuffer::allocate(std::max<int64_t>(1, count) * out_bytes(p.spec.out));
   if (!out) return out.takeError();
-  if (auto e = out->memset(0xAB)) return std::move(e);
+  if (auto e = out->memset(0xAB)) return e;
   auto kern = Kernel::get(ctx, p);
   if (!kern) return kern.takeError();
-  if (auto e = (*kern)->launch_sddmm(*dm, *da, *db, out->ptr(), layout, nullptr, &*de)) return std::move(e);
-  if (auto e = ctx.synchronize()) return std::move(e);
+  if (auto e = (*kern)->launch_sddmm(*dm, *da, *db, out->ptr(), layout, nullptr, &*de)) return e;
+  if (auto e = ctx.synchronize()) return e;
   return download_out(*out, count, p.spec.out);
 }
 

@@ -1,0 +1,234 @@
+// `magicube bench`, the parts that need no GPU: the options and what they expand to, the
+// result rows and their CSV form, the published Magicube H100 times, geomeans, the
+// summary.md text and the progress line. bench_suite.h runs the contenders on the GPU.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir.h"
+#include "llvm/Support/Error.h"
+
+namespace magicube::bench {
+
+// ---- contenders ----------------------------------------------------------------------------
+
+// The `contender` column of results.csv.
+inline constexpr const char *kOurs = "magicube-jit";
+inline constexpr const char *kCublasLtS8 = "cublaslt-s8s32";    // dense, s8 x s8 -> s32
+inline constexpr const char *kCublasF16 = "cublas-f16";         // dense, f16 (f32 accumulate)
+inline constexpr const char *kBellF16 = "cusparse-bell-f16";    // Blocked-ELL, smallest block accepted
+inline constexpr const char *kBellS8 = "cusparse-bell-s8";      // Blocked-ELL int8
+inline constexpr const char *kCsrF16 = "cusparse-csr-f16";      // scalar CSR fp16
+inline constexpr const char *kMagicubePub = "magicube-h100-published";  // h100.md, not measured here
+
+// The vendor contenders, in table order.
+const std::vector<std::string> &vendor_contenders();
+// Every contender that ours is compared with, in table order (vendors, then the published
+// Magicube times).
+const std::vector<std::string> &compared_contenders();
+// A short column title ("cuBLASLt s8").
+std::string contender_title(const std::string &contender);
+// Vendor rows do not depend on our precision: one vendor row serves every precision of ours
+// on the same problem. The published Magicube rows are per precision.
+bool is_vendor(const std::string &contender);
+
+// ---- precisions ----------------------------------------------------------------------------
+
+struct Precision {
+  std::string name;  // "L8-R8" when both are signed (Magicube's naming), else "u8xs4"
+  ElemType lhs, rhs;
+};
+std::string precision_name(const ElemType &lhs, const ElemType &rhs);
+// "L8-R8" (signed both), "s8xu4", "u8-s4" forms; the error names the text.
+llvm::Expected<Precision> parse_precision(llvm::StringRef text);
+
+// The precisions: L8-R8, L8-R4, L4-R4, L16-R8, L16-R16, then L5-R3, L6-R6, L12-R4.
+std::vector<Precision> default_spmm_precisions();
+// SDDMM's: L8-R8, L4-R4, L16-R16.
+std::vector<Precision> default_sddmm_precisions();
+
+// ---- options -------------------------------------------------------------------------------
+
+// What `magicube bench` was asked for (filled from the command line by tools/).
+struct BenchOptions {
+  std::string out_dir = "magicube-bench";
+  std::string dlmc;          // a folder tree of .smtx files or the DLMC .tar.gz; "" = look for the archive
+  bool dlmc_given = false;
+  int dlmc_limit = -1;       // files per sparsity (0 = all; -1: 10, or 2 with --quick)
+  bool quick = false;
+  std::string filter;        // precisions, comma-separated ("" = all)
+  std::string vs;            // "8,4,2" ("" = default)
+  std::string ns;            // "256,512" ("" = default)
+  std::string sections;      // "synthetic,dlmc,sddmm,small,jit" ("" = all)
+  int repeat = 20, warmup = 10;
+  uint64_t seed = 1;
+  std::string l2 = "warm";   // warm | flush
+  bool no_vendor = false;
+  bool no_plots = false;
+  bool tune = false;         // autotune every problem of ours before timing it (slow)
+};
+
+// The options expanded into what runs.
+struct BenchConfig {
+  std::vector<Precision> spmm_precisions, sddmm_precisions;
+  std::vector<int> vs;
+  std::vector<int64_t> ns;
+  std::vector<double> sparsities;        // synthetic SpMM and SDDMM masks
+  int64_t m = 4096, k = 4096;            // synthetic SpMM
+  std::vector<int64_t> sddmm_ks;         // SDDMM reduction lengths
+  int64_t sddmm_m = 4096, sddmm_n = 4096;
+  int sddmm_v = 8;
+  std::vector<double> small_sparsities;  // the small problem: M=256 K=2304 N=256, V=8
+  int64_t small_m = 256, small_k = 2304, small_n = 256;
+  std::vector<int> dlmc_vs;
+  std::vector<int64_t> dlmc_ns;
+  int dlmc_limit = 10;
+  bool synthetic = true, dlmc = true, sddmm = true, small = true, jit = true;
+  bool vendors = true;
+  int repeat = 20, warmup = 10;
+  bool flush_l2 = false;
+  uint64_t seed = 1;
+  bool tune = false;
+};
+
+// Checks the options and expands them (--quick, --filter, lists, --sections); the error
+// names the flag and the bad value.
+llvm::Expected<BenchConfig> make_config(const BenchOptions &o);
+
+llvm::Expected<std::vector<int64_t>> parse_int_list(llvm::StringRef text, llvm::StringRef flag);
+
+// ---- results -------------------------------------------------------------------------------
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One row of results.csv: one contender on one problem.
+struct ResultRow {
+  std::string source;     // synthetic | dlmc | small
+  std::string matrix;     // "uniform-M4096-K4096-s0.9", "rn50/magnitude_pruning/0.9/<layer>"
+  std::string op;         // spmm | sddmm
+  std::string precision;  // ours and published: "L8-R8"; vendors: their types ("s8->s32", "f16")
+  std::string contender;  // kOurs, kCublasLtS8, ...
+  int v = 8;
+  int64_t m = 0, k = 0, n = 0;  // SpMM: A is M x K, B K x N. SDDMM: output M x N, reduction K
+  double sparsity = 0;          // nominal: the synthetic one, or the DLMC folder's
+  int64_t nnz_vectors = 0;      // V x 1 vectors of A (SpMM) or of the mask (SDDMM)
+  double ms = kNaN;             // median
+  double tops = kNaN;           // effective: 2 * nnz_vectors * V * (SpMM: N, SDDMM: K) / time
+  std::string status;           // ok | unsupported | error | published
+  std::string exact;            // ours: "yes", "yes (sample ...)" or "NO: ..."; else ""
+  std::string out;              // ours: i32 | i64; vendors: their output type
+  std::string config;           // ours: the op spec and kernel; vendors: the winning configuration
+  std::string note;             // why unsupported / the error
+
+  bool ok() const { return (status == "ok" || status == "published") && std::isfinite(ms) && ms > 0; }
+  bool mismatch() const { return exact.rfind("NO", 0) == 0; }
+  // The problem, without the precision and contender: the rows that are compared.
+  std::string problem_key() const;
+};
+
+// 2 * nnz * V * len / ms, in TOPS (NaN when ms is not positive).
+double effective_tops(int64_t nnz_vectors, int v, int64_t len, double ms);
+
+// RFC 4180: quoted when it holds a comma, a quote, CR, LF or leading/trailing space; quotes
+// doubled.
+std::string csv_field(const std::string &s);
+std::string csv_header();
+std::string csv_line(const ResultRow &r);  // with the trailing "\n"
+llvm::Error write_text_file(const std::string &path, const std::string &text);
+llvm::Error write_csv(const std::string &path, const std::vector<ResultRow> &rows);
+// Parses what csv_line writes (for tests and tools); the error names the line.
+llvm::Expected<std::vector<std::vector<std::string>>> parse_csv(llvm::StringRef text);
+
+// ---- the published Magicube kernels on the H100 ---------------------------------------------
+
+struct MagicubeTime {
+  const char *op;         // "spmm" | "sddmm"
+  const char *precision;  // "L8-R8", ...
+  double sparsity;
+  int64_t n_or_k;         // SpMM: N; SDDMM: K
+  double ms;
+};
+// The table of ../shared/docs/h100.md ("The published Magicube kernels on the same GPU"):
+// V=8, uniformly random vector sparsity, SpMM M=K=4096, SDDMM M=N=4096 output.
+const std::vector<MagicubeTime> &magicube_h100_times();
+// Its time for (op, precision, sparsity, N or K); nullopt where h100.md has none.
+std::optional<double> magicube_h100_ms(llvm::StringRef op, llvm::StringRef precision, double sparsity,
+                                       int64_t n_or_k);
+
+// ---- summary -------------------------------------------------------------------------------
+
+// Geometric mean of positive finite values (others skipped); NaN when none.
+double geomean(const std::vector<double> &xs);
+
+// The JIT cost measurements (NaN: not measured; `notes` say why).
+struct JitCosts {
+  std::string variant_first, variant_cold;  // op specs
+  double codegen_ms = kNaN;                 // plan -> CUDA source
+  double nvrtc_first_ms = kNaN;             // first NVRTC compile in the process (start-up included)
+  double nvrtc_again_ms = kNaN;             // the same variant again, right after
+  double nvrtc_cold_ms = kNaN;              // median over other variants' first compiles
+  std::vector<std::pair<std::string, double>> nvrtc_cold_each;
+  double cubin_kb = kNaN;
+  double disk_read_ms = kNaN;        // DiskCache::load of the entry (read + SHA-256 check)
+  double module_load_first_ms = kNaN;  // cuModuleLoadData + cuModuleGetFunction, first in the process
+  double module_load_ms = kNaN;      // the same, median of later loads
+  double disk_hit_ms = kNaN;         // read + module load (median)
+  std::string launch_problem;        // what the launch costs were measured on
+  double get_launch_us = kNaN;       // Kernel::get (memory-cache hit) + Kernel::launch, host us per call
+  double launch_us = kNaN;           // Kernel::launch alone
+  double bare_launch_us = kNaN;      // cuLaunchKernel of the same CUfunction and arguments
+  double kernel_us = kNaN;           // the kernel's own time (events), for scale
+  std::vector<std::string> notes;
+};
+
+// Facts about the run for the summary header.
+struct RunInfo {
+  std::string gpu, driver, cuda_runtime, nvrtc, libraries, date, command, timing, dlmc;
+  std::vector<std::string> notes;
+};
+
+// summary.md: header, mismatches (loudly), the targets, the table against the published
+// Magicube times, geomean speedups per precision x V x sparsity against each contender,
+// JIT costs, errors.
+std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &rows, const JitCosts &jit);
+
+// The published Magicube rows of results.csv that fit the measured synthetic problems of
+// ours (V=8, M=K=4096 SpMM; M=N=4096 SDDMM): one per (problem, precision).
+std::vector<ResultRow> published_rows(const std::vector<ResultRow> &rows);
+
+// ---- progress ------------------------------------------------------------------------------
+
+// One line on stderr updated in place with '\r' when it is a terminal; otherwise a plain line
+// when the section changes and at most every few seconds.
+class Progress {
+ public:
+  Progress(FILE *out, bool tty);
+  static Progress for_stderr();
+  void set_total(int64_t total) { total_ = total; }
+  void add_total(int64_t more) { total_ += more; }
+  // Starts step `what` of `section`; the count goes up when the next one starts or on done().
+  void step(const std::string &section, const std::string &what);
+  void done();                          // ends the line
+  void message(const std::string &m);   // a line of its own, not overwritten
+  int64_t count() const { return count_; }
+  // The text of the line (for tests): "[####....]  12/345   3% 0:12 eta 1:23 section: what".
+  static std::string format_line(int64_t count, int64_t total, double elapsed_s, const std::string &section,
+                                 const std::string &what, int width);
+
+ private:
+  FILE *out_;
+  bool tty_;
+  int64_t count_ = 0, total_ = 0;
+  std::string section_;
+  double start_ = 0, last_plain_ = -1e9;
+  bool open_line_ = false;
+  double now() const;
+};
+
+}  // namespace magicube::bench

@@ -1,0 +1,685 @@
+// The autotuner (runtime/autotune.h): matrix signatures and their buckets, candidate
+// enumeration, the on-disk store (round trip, atomic writes, corrupt records), lookups; on
+// a GPU, a small SpMM tuned end to end (the chosen kernel bit-exact, the choice found again
+// without timing) and `magicube tune` (skipped with a one-line reason where there is none).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/sinks/ostream_sink.h>
+
+#include "compiler/codegen.h"
+#include "compiler/log.h"
+#include "compiler/planner.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "runtime/autotune.h"
+#include "runtime/reference.h"
+#include "tests/gpu/gpu_env.h"
+#include "tests/gpu/gpu_run.h"
+
+#ifndef MAGICUBE_CLI
+#error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
+#endif
+
+using namespace magicube;
+
+namespace {
+
+// A temp dir removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    llvm::SmallString<128> p;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("magicube-test-autotune", p))
+      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
+    path_ = std::string(p.str());
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
+  const std::string &path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// "" on success, else the error's message.
+std::string msg(llvm::Error e) { return e ? llvm::toString(std::move(e)) : std::string(); }
+
+std::vector<std::string> list_dir(const std::string &dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+    names.push_back(llvm::sys::path::filename(it->path()).str());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string &path, const std::string &text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+}
+
+// Captures what the magicube logger writes at warn and above while alive.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)), level_(log().level()) {
+    log().sinks().push_back(sink_);
+    log().set_level(spdlog::level::warn);
+  }
+  ~LogCapture() {
+    auto &s = log().sinks();
+    s.erase(std::remove(s.begin(), s.end(), sink_), s.end());
+    log().set_level(level_);
+  }
+  std::string text() {
+    log().flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  spdlog::level::level_enum level_;
+};
+
+// An M x K matrix whose vectors are present independently with probability 1 - sparsity.
+VectorSparse bernoulli(uint64_t seed, int64_t m, int64_t k, int v, double sparsity, const ElemType &t) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  VectorSparse a;
+  a.rows = m;
+  a.cols = k;
+  a.v = v;
+  a.block_ptr.push_back(0);
+  const uint64_t span = uint64_t(t.max_value() - t.min_value() + 1);
+  for (int64_t b = 0; b < (m + v - 1) / v; ++b) {
+    for (int64_t c = 0; c < k; ++c) {
+      if (u(rng) < sparsity) continue;
+      a.col.push_back(int32_t(c));
+      for (int r = 0; r < v; ++r) a.values.push_back(b * v + r < m ? t.min_value() + int64_t(rng() % span) : 0);
+    }
+    a.block_ptr.push_back(int64_t(a.col.size()));
+  }
+  return a;
+}
+
+const OpSpec kBase{OpKind::SpMM, {8, true}, {4, false}, 8, 64, true, OutType::Int32, 90};
+
+// A record as tune would write it, with made-up times: candidate i takes 1 + i ms, except the
+// one at `fastest`, and the last candidate is skipped.
+TuneRecord fake_record(const OpSpec &base, const std::string &gpu, const MatrixSignature &sig, size_t fastest) {
+  TuneRecord r;
+  r.key = make_tune_key(base, gpu, sig);
+  r.signature = sig;
+  auto cands = tuning_candidates(base);
+  EXPECT_TRUE(bool(cands)) << llvm::toString(cands.takeError());
+  for (size_t i = 0; i < cands->size(); ++i) {
+    CandidateTiming t;
+    t.candidate = (*cands)[i];
+    t.kernel = "magicube_kernel_" + std::to_string(i);
+    t.ok = i + 1 < cands->size();
+    if (t.ok) {
+      t.median_ms = i == fastest ? 0.25 : 1.0 + double(i);
+      t.min_ms = t.median_ms * 0.9;
+      t.max_ms = t.median_ms * 1.5;
+    } else {
+      t.skipped = "compile: made-up failure";
+    }
+    r.timings.push_back(t);
+  }
+  r.choice.candidate = r.timings[fastest].candidate;
+  r.choice.median_ms = r.timings[fastest].median_ms;
+  r.warmup = 3;
+  r.repeat = 7;
+  r.created = 1700000000;
+  return r;
+}
+
+}  // namespace
+
+// ---- signatures ----------------------------------------------------------------------------
+
+TEST(Autotune, SameShapeAndSparsityShareAKey) {
+  ElemType s8{8, true};
+  for (double sparsity : {0.5, 0.7, 0.9, 0.95}) {
+    MatrixSignature a = spmm_signature(bernoulli(1, 512, 1024, 8, sparsity, s8), 256);
+    MatrixSignature b = spmm_signature(bernoulli(2, 512, 1024, 8, sparsity, s8), 256);
+    EXPECT_NE(a.vectors, b.vectors) << "the two matrices should differ";
+    EXPECT_EQ(a.key(), b.key()) << "sparsity " << sparsity;
+    EXPECT_EQ(make_tune_key(kBase, "GPU", a), make_tune_key(kBase, "GPU", b));
+  }
+}
+
+TEST(Autotune, DifferentSparsityShapeOrNDoesNotShareAKey) {
+  ElemType s8{8, true};
+  const std::string k90 = spmm_signature(bernoulli(1, 512, 1024, 8, 0.9, s8), 256).key();
+  for (double sparsity : {0.5, 0.7, 0.8, 0.95})
+    EXPECT_NE(spmm_signature(bernoulli(1, 512, 1024, 8, sparsity, s8), 256).key(), k90) << sparsity;
+  EXPECT_NE(spmm_signature(bernoulli(1, 512, 1024, 8, 0.9, s8), 512).key(), k90);    // N
+  EXPECT_NE(spmm_signature(bernoulli(1, 1024, 1024, 8, 0.9, s8), 256).key(), k90);   // M
+  EXPECT_NE(spmm_signature(bernoulli(1, 512, 2048, 8, 0.9, s8), 256).key(), k90);    // K
+  EXPECT_NE(spmm_signature(bernoulli(1, 512, 1024, 4, 0.9, s8), 256).key(), k90);    // V
+}
+
+TEST(Autotune, SignatureStatistics) {
+  // Row-block lengths 4, 4, 4, 4: mean 4, max 4, cv 0.
+  VectorSparse a;
+  a.rows = 32;
+  a.cols = 64;
+  a.v = 8;
+  a.block_ptr = {0, 4, 8, 12, 16};
+  a.col.resize(16);
+  for (int i = 0; i < 16; ++i) a.col[i] = i % 4;
+  a.values.assign(16 * 8, 1);
+  MatrixSignature s = spmm_signature(a, 100);
+  EXPECT_EQ(s.m, 32);
+  EXPECT_EQ(s.k, 64);
+  EXPECT_EQ(s.n, 100);
+  EXPECT_EQ(s.v, 8);
+  EXPECT_EQ(s.vectors, 16);
+  EXPECT_EQ(s.blocks, 4);
+  EXPECT_DOUBLE_EQ(s.mean, 4.0);
+  EXPECT_DOUBLE_EQ(s.max, 4.0);
+  EXPECT_DOUBLE_EQ(s.cv, 0.0);
+  EXPECT_EQ(s.mean_bucket, 8);  // 4 * log2(4)
+  EXPECT_EQ(s.max_bucket, 0);
+  EXPECT_EQ(s.cv_bucket, 0);
+  EXPECT_EQ(s.key(), "m32.k64.n100.v8.mean8.max0.cv0");
+  // Lengths 0, 0, 0, 16: the longest is 4x the mean (2 octaves), cv sqrt(3).
+  a.block_ptr = {0, 0, 0, 0, 16};
+  s = spmm_signature(a, 100);
+  EXPECT_EQ(s.max_bucket, 4);
+  EXPECT_EQ(s.cv_bucket, 6);  // floor(4 * 1.732)
+  // SDDMM: the mask is M x N, K is the reduction.
+  MatrixSignature d = sddmm_signature(a, 77);
+  EXPECT_EQ(d.m, 32);
+  EXPECT_EQ(d.n, 64);
+  EXPECT_EQ(d.k, 77);
+  // An empty matrix.
+  VectorSparse e;
+  e.rows = 8;
+  e.cols = 8;
+  e.v = 8;
+  e.block_ptr = {0, 0};
+  EXPECT_EQ(spmm_signature(e, 8).mean_bucket, -1);
+  // JSON round trip.
+  auto back = signature_from_json(to_json(s));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->key(), s.key());
+  EXPECT_EQ(back->vectors, s.vectors);
+  EXPECT_DOUBLE_EQ(back->cv, s.cv);
+}
+
+TEST(Autotune, KeyIgnoresTheKnobsButNotTheOpOrGpu) {
+  MatrixSignature sig = spmm_signature(bernoulli(1, 64, 128, 8, 0.5, {8, true}), 64);
+  TuneKey k = make_tune_key(kBase, "NVIDIA H100 80GB HBM3", sig);
+  OpSpec other = kBase;
+  other.bsn = 128;
+  other.prefetch = false;
+  EXPECT_EQ(make_tune_key(other, "NVIDIA H100 80GB HBM3", sig), k);
+  EXPECT_NE(make_tune_key(kBase, "NVIDIA A100-SXM4-80GB", sig), k);
+  for (auto change : std::vector<std::function<void(OpSpec &)>>{
+           [](OpSpec &s) { s.lhs = {8, false}; }, [](OpSpec &s) { s.rhs = {8, false}; },
+           [](OpSpec &s) { s.out = OutType::Int64; }, [](OpSpec &s) { s.arch = 80; },
+           [](OpSpec &s) { s.op = OpKind::SDDMM; }}) {
+    OpSpec s = kBase;
+    change(s);
+    EXPECT_NE(make_tune_key(s, "NVIDIA H100 80GB HBM3", sig).file_name(), k.file_name()) << to_string(s);
+  }
+  EXPECT_EQ(k.generator, kGeneratorVersion);
+  EXPECT_EQ(k.file_name().substr(0, k.op.size()), k.op);
+  EXPECT_EQ(llvm::StringRef(k.file_name()).endswith(".json"), true);
+}
+
+// ---- candidates ----------------------------------------------------------------------------
+
+TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
+  for (OpSpec base : {kBase, OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 32, false, OutType::Int64, 80},
+                      OpSpec{OpKind::SDDMM, {8, false}, {8, true}, 2, 64, true, OutType::Int32, 86},
+                      OpSpec{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::F16, 90, Scale::RowCol,
+                             Bias::Col}}) {
+    auto cands = tuning_candidates(base);
+    ASSERT_TRUE(bool(cands)) << llvm::toString(cands.takeError());
+    auto plans = plan_candidates(base);
+    ASSERT_TRUE(bool(plans));
+    EXPECT_EQ(cands->size(), 4 * 2 * plans->size()) << to_string(base);  // 4 BSn x prefetch on/off x plans
+    std::set<std::string> seen;
+    std::set<int> bsns, prefetches;
+    for (const Candidate &c : *cands) {
+      EXPECT_EQ(msg(validate(c.spec)), "") << to_string(c.spec);
+      EXPECT_TRUE(seen.insert(to_string(c.spec) + "/" + c.plan_id).second) << "duplicate " << c.str();
+      EXPECT_EQ(c.spec.op, base.op);
+      EXPECT_EQ(c.spec.lhs, base.lhs);
+      EXPECT_EQ(c.spec.rhs, base.rhs);
+      EXPECT_EQ(c.spec.v, base.v);
+      EXPECT_EQ(c.spec.out, base.out);
+      EXPECT_EQ(c.spec.arch, base.arch);
+      EXPECT_EQ(c.spec.scale, base.scale);
+      EXPECT_EQ(c.spec.bias, base.bias);
+      EXPECT_EQ(knobs_of(c.spec), c.knobs);
+      bsns.insert(c.knobs.bsn);
+      prefetches.insert(c.knobs.prefetch);
+      auto ps = plan_candidates(c.spec);
+      ASSERT_TRUE(bool(ps));
+      ASSERT_GE(c.plan, 0);
+      ASSERT_LT(size_t(c.plan), ps->size());
+      EXPECT_EQ(plan_id((*ps)[c.plan]), c.plan_id);
+    }
+    EXPECT_EQ(bsns, (std::set<int>{32, 64, 128, 256}));
+    EXPECT_EQ(prefetches, (std::set<int>{0, 1}));
+  }
+}
+
+TEST(Autotune, KnobValuesCanBePinnedAndAreChecked) {
+  TuneOptions o;
+  o.knob_values["bsn"] = {128, 128};
+  o.knob_values["prefetch"] = {0};
+  auto cands = tuning_candidates(kBase, o);
+  ASSERT_TRUE(bool(cands)) << llvm::toString(cands.takeError());
+  auto plans = plan_candidates(kBase);
+  ASSERT_TRUE(bool(plans));
+  EXPECT_EQ(cands->size(), plans->size());
+  for (const Candidate &c : *cands) {
+    EXPECT_EQ(c.spec.bsn, 128);
+    EXPECT_FALSE(c.spec.prefetch);
+    EXPECT_EQ(c.run_flags(), "--bsn=128 --no-prefetch --candidate=" + std::to_string(c.plan));
+  }
+  TuneOptions unknown;
+  unknown.knob_values["warps"] = {4};
+  auto u = tuning_candidates(kBase, unknown);
+  ASSERT_FALSE(bool(u));
+  EXPECT_NE(llvm::toString(u.takeError()).find("unknown knob 'warps'"), std::string::npos);
+  TuneOptions empty;
+  empty.knob_values["bsn"] = {};
+  auto e = tuning_candidates(kBase, empty);
+  ASSERT_FALSE(bool(e));
+  EXPECT_NE(llvm::toString(e.takeError()).find("bsn"), std::string::npos);
+  TuneOptions bad;
+  bad.knob_values["bsn"] = {48};
+  auto b = tuning_candidates(kBase, bad);
+  ASSERT_FALSE(bool(b));
+  EXPECT_NE(llvm::toString(b.takeError()).find("bsn"), std::string::npos);
+  // A spec that cannot be planned at all.
+  OpSpec wide = kBase;
+  wide.lhs = {16, false};
+  wide.rhs = {16, false};
+  auto w = tuning_candidates(wide);
+  ASSERT_FALSE(bool(w));
+  EXPECT_NE(llvm::toString(w.takeError()).find("max_exact_k"), std::string::npos);
+}
+
+TEST(Autotune, KnobsJson) {
+  Knobs k{128, 0};
+  auto back = knobs_from_json(to_json(k));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(*back, k);
+  EXPECT_EQ(with_knobs(kBase, k).bsn, 128);
+  EXPECT_FALSE(with_knobs(kBase, k).prefetch);
+  auto missing = knobs_from_json(llvm::json::Object{{"bsn", 64}});
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("prefetch"), std::string::npos);
+}
+
+// ---- the store -----------------------------------------------------------------------------
+
+TEST(Autotune, StoreRoundTrip) {
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path() + "/tuning");  // created by save
+  MatrixSignature sig = spmm_signature(bernoulli(3, 256, 512, 8, 0.8, {8, true}), 128);
+  TuneRecord rec = fake_record(kBase, "Test GPU", sig, 5);
+  ASSERT_FALSE(bool(store.load(rec.key)));
+  ASSERT_EQ(msg(store.save(rec)), "");
+  EXPECT_EQ(list_dir(store.path()), std::vector<std::string>{rec.key.file_name()});
+  auto back = store.load(rec.key);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->key, rec.key);
+  EXPECT_EQ(back->signature.key(), sig.key());
+  EXPECT_EQ(back->choice.candidate.spec, rec.choice.candidate.spec);
+  EXPECT_EQ(back->choice.candidate.knobs, rec.choice.candidate.knobs);
+  EXPECT_EQ(back->choice.candidate.plan, rec.choice.candidate.plan);
+  EXPECT_EQ(back->choice.candidate.plan_id, rec.choice.candidate.plan_id);
+  EXPECT_DOUBLE_EQ(back->choice.median_ms, 0.25);
+  ASSERT_EQ(back->timings.size(), rec.timings.size());
+  for (size_t i = 0; i < rec.timings.size(); ++i) {
+    EXPECT_EQ(back->timings[i].candidate.spec, rec.timings[i].candidate.spec);
+    EXPECT_EQ(back->timings[i].candidate.plan_id, rec.timings[i].candidate.plan_id);
+    EXPECT_EQ(back->timings[i].kernel, rec.timings[i].kernel);
+    EXPECT_EQ(back->timings[i].ok, rec.timings[i].ok);
+    EXPECT_EQ(back->timings[i].skipped, rec.timings[i].skipped);
+    EXPECT_DOUBLE_EQ(back->timings[i].median_ms, rec.timings[i].median_ms);
+    EXPECT_DOUBLE_EQ(back->timings[i].min_ms, rec.timings[i].min_ms);
+    EXPECT_DOUBLE_EQ(back->timings[i].max_ms, rec.timings[i].max_ms);
+  }
+  EXPECT_EQ(back->warmup, 3);
+  EXPECT_EQ(back->repeat, 7);
+  EXPECT_EQ(back->created, 1700000000);
+  // Readable JSON with every candidate's time.
+  std::string text = read_file(store.record_path(rec.key));
+  EXPECT_NE(text.find("\"median_ms\""), std::string::npos);
+  EXPECT_NE(text.find("made-up failure"), std::string::npos);
+  EXPECT_NE(text.find("\"run_flags\""), std::string::npos);
+}
+
+TEST(Autotune, StoreWritesAtomically) {
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path());
+  MatrixSignature sig = spmm_signature(bernoulli(3, 256, 512, 8, 0.8, {8, true}), 128);
+  // Writers of one key race; readers see a whole record at every moment.
+  std::vector<TuneRecord> recs;
+  for (size_t i = 0; i < 8; ++i) recs.push_back(fake_record(kBase, "Test GPU", sig, i));
+  const TuneKey key = recs[0].key;
+  ASSERT_EQ(msg(store.save(recs[0])), "");
+  std::atomic<bool> done{false};
+  std::atomic<int> bad_reads{0};
+  std::thread reader([&] {
+    while (!done) {
+      auto r = store.load(key);
+      if (!r) ++bad_reads;
+    }
+  });
+  std::vector<std::thread> writers;
+  std::atomic<int> failures{0};
+  for (size_t i = 0; i < recs.size(); ++i)
+    writers.emplace_back([&, i] {
+      for (int j = 0; j < 10; ++j)
+        if (auto e = store.save(recs[i])) {
+          llvm::consumeError(std::move(e));
+          ++failures;
+        }
+    });
+  for (auto &w : writers) w.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(bad_reads, 0);
+  // One whole record, no temp files left behind.
+  EXPECT_EQ(list_dir(store.path()), std::vector<std::string>{key.file_name()});
+  auto last = store.load(key);
+  ASSERT_TRUE(last.has_value());
+  bool one_of = false;
+  for (const TuneRecord &r : recs) one_of |= r.choice.candidate.str() == last->choice.candidate.str();
+  EXPECT_TRUE(one_of);
+}
+
+TEST(Autotune, CorruptRecordsAreIgnoredWithAWarning) {
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path());
+  MatrixSignature sig = spmm_signature(bernoulli(3, 256, 512, 8, 0.8, {8, true}), 128);
+  TuneRecord rec = fake_record(kBase, "Test GPU", sig, 1);
+  const std::string file = store.record_path(rec.key);
+  ASSERT_EQ(msg(store.save(rec)), "");
+  const std::string good = read_file(file);
+  for (const std::string &bad : {std::string("{\"format\": \"magicube-tuning-1\", \"key\": "),  // truncated
+                                 std::string("not json at all"), std::string("{\"format\": \"other\"}"),
+                                 good.substr(0, good.size() / 2), std::string()}) {
+    write_file(file, bad);
+    LogCapture cap;
+    EXPECT_FALSE(store.load(rec.key).has_value()) << bad;
+    EXPECT_FALSE(lookup_tuned(store, kBase, sig, "Test GPU").has_value());
+    std::string logged = cap.text();
+    EXPECT_NE(logged.find("corrupt tuning record"), std::string::npos) << logged;
+    EXPECT_NE(logged.find(file), std::string::npos) << logged;
+  }
+  // A whole record of another key copied over this one's name.
+  TuneRecord other = fake_record(kBase, "Another GPU", sig, 1);
+  ASSERT_EQ(msg(store.save(other)), "");
+  write_file(file, read_file(store.record_path(other.key)));
+  {
+    LogCapture cap;
+    EXPECT_FALSE(store.load(rec.key).has_value());
+    EXPECT_NE(cap.text().find("another key"), std::string::npos) << cap.text();
+  }
+  // The next save replaces the corrupt file.
+  ASSERT_EQ(msg(store.save(rec)), "");
+  EXPECT_TRUE(store.load(rec.key).has_value());
+}
+
+TEST(Autotune, StoreSaveErrorNamesTheFile) {
+  TempDir tmp;
+  write_file(tmp.path() + "/file", "x");
+  TuneStore store = TuneStore::open(tmp.path() + "/file/tuning");  // under a regular file
+  MatrixSignature sig = spmm_signature(bernoulli(3, 64, 128, 8, 0.8, {8, true}), 64);
+  auto e = store.save(fake_record(kBase, "Test GPU", sig, 0));
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find(tmp.path() + "/file/tuning"), std::string::npos);
+}
+
+TEST(Autotune, DefaultStoreIsUnderTheCacheDir) {
+  TempDir tmp;
+  const char *old = std::getenv("MAGICUBE_CACHE_DIR");
+  std::string saved = old ? old : "";
+  setenv("MAGICUBE_CACHE_DIR", tmp.path().c_str(), 1);
+  auto p = TuneStore::default_path();
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  EXPECT_EQ(*p, tmp.path() + "/tuning");
+  // Through the default store: a miss, then a hit once a record is there.
+  MatrixSignature sig = spmm_signature(bernoulli(4, 128, 256, 8, 0.7, {8, true}), 64);
+  EXPECT_FALSE(lookup_tuned(kBase, sig, "Test GPU").has_value());
+  TuneRecord rec = fake_record(kBase, "Test GPU", sig, 2);
+  ASSERT_EQ(msg(TuneStore::open(*p).save(rec)), "");
+  auto c = lookup_tuned(kBase, sig, "Test GPU");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->candidate.plan_id, rec.choice.candidate.plan_id);
+  auto tp = tuned_plan(kBase, sig, "Test GPU");
+  ASSERT_TRUE(bool(tp)) << llvm::toString(tp.takeError());
+  EXPECT_EQ(tp->spec, rec.choice.candidate.spec);
+  if (old) setenv("MAGICUBE_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("MAGICUBE_CACHE_DIR");
+}
+
+// ---- lookups -------------------------------------------------------------------------------
+
+TEST(Autotune, LookupMissFallsBackToThePlanner) {
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path() + "/none");  // does not exist
+  MatrixSignature sig = spmm_signature(bernoulli(5, 128, 256, 8, 0.9, {8, true}), 64);
+  EXPECT_FALSE(lookup_tuned(store, kBase, sig, "Test GPU").has_value());
+  auto p = tuned_plan(store, kBase, sig, "Test GPU");
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  auto best = plan(kBase);
+  ASSERT_TRUE(bool(best));
+  EXPECT_EQ(p->kernel_name(), best->kernel_name());
+  EXPECT_EQ(plan_id(*p), plan_id(*best));
+  EXPECT_FALSE(llvm::sys::fs::exists(store.path())) << "a lookup must not create the store";
+  // Invalid specs are refused, not looked up.
+  OpSpec bad = kBase;
+  bad.v = 3;
+  auto e = tuned_plan(store, bad, sig, "Test GPU");
+  ASSERT_FALSE(bool(e));
+  EXPECT_NE(llvm::toString(e.takeError()).find("v"), std::string::npos);
+}
+
+TEST(Autotune, LookupHitReproducesTheChoice) {
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path());
+  MatrixSignature sig = spmm_signature(bernoulli(6, 256, 512, 8, 0.9, {8, true}), 128);
+  auto cands = tuning_candidates(kBase);
+  ASSERT_TRUE(bool(cands));
+  // Choose a candidate with non-default knobs and a plan other than the first.
+  size_t pick = 0;
+  for (size_t i = 0; i < cands->size(); ++i)
+    if ((*cands)[i].knobs.bsn == 128 && !(*cands)[i].knobs.prefetch && (*cands)[i].plan == 1) pick = i;
+  ASSERT_NE(pick, 0u);
+  TuneRecord rec = fake_record(kBase, "Test GPU", sig, pick);
+  ASSERT_EQ(msg(store.save(rec)), "");
+
+  // Another matrix of the same shape and sparsity, and a base with other knobs: same record.
+  MatrixSignature near = spmm_signature(bernoulli(7, 256, 512, 8, 0.9, {8, true}), 128);
+  OpSpec base = kBase;
+  base.bsn = 32;
+  auto c = lookup_tuned(store, base, near, "Test GPU");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->spec().bsn, 128);
+  EXPECT_FALSE(c->spec().prefetch);
+  EXPECT_EQ(c->plan_index(), 1);
+  EXPECT_EQ(c->candidate.plan_id, (*cands)[pick].plan_id);
+  EXPECT_DOUBLE_EQ(c->median_ms, 0.25);
+  auto p = tuned_plan(store, base, near, "Test GPU");
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  auto want = plan_candidates(c->spec());
+  ASSERT_TRUE(bool(want));
+  EXPECT_EQ(p->kernel_name(), (*want)[1].kernel_name());
+  EXPECT_EQ(plan_id(*p), c->candidate.plan_id);
+  EXPECT_EQ(p->spec, c->spec());
+
+  // Another GPU, or another N: no record.
+  EXPECT_FALSE(lookup_tuned(store, kBase, sig, "Other GPU").has_value());
+  EXPECT_FALSE(
+      lookup_tuned(store, kBase, spmm_signature(bernoulli(6, 256, 512, 8, 0.9, {8, true}), 256), "Test GPU").has_value());
+}
+
+TEST(Autotune, LookupRederivesThePlanIndexAndDropsStalePlans) {
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path());
+  MatrixSignature sig = spmm_signature(bernoulli(8, 256, 512, 8, 0.9, {8, true}), 128);
+  TuneRecord rec = fake_record(kBase, "Test GPU", sig, 1);
+  const Candidate chosen = rec.choice.candidate;
+  // An index that the planner's order no longer matches: the plan id wins.
+  rec.choice.candidate.plan = chosen.plan == 0 ? 1 : 0;
+  ASSERT_EQ(msg(store.save(rec)), "");
+  auto c = lookup_tuned(store, kBase, sig, "Test GPU");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->plan_index(), chosen.plan);
+  // A plan that no longer exists: a miss with a warning.
+  rec.choice.candidate.plan_id = "m99n8k32.i8.dense_on_m";
+  ASSERT_EQ(msg(store.save(rec)), "");
+  LogCapture cap;
+  EXPECT_FALSE(lookup_tuned(store, kBase, sig, "Test GPU").has_value());
+  EXPECT_NE(cap.text().find("no longer a candidate"), std::string::npos) << cap.text();
+}
+
+// ---- on the GPU ----------------------------------------------------------------------------
+
+TEST(AutotuneGpu, TunesASmallSpmmAndReusesTheChoice) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  int arch = 0;
+  for (int a : {80, 86, 89, 90})
+    if (a <= ctx->compute_capability()) arch = a;
+  if (arch == 0) GTEST_SKIP() << "no GPU: " << ctx->name() << " is older than sm_80";
+  OpSpec base = kBase;
+  base.arch = arch;
+  const int64_t n = 128;
+  VectorSparse a = bernoulli(11, 256, 512, base.v, 0.8, base.lhs);
+  TempDir tmp;
+  TuneOptions o;
+  o.store_dir = tmp.path();
+  o.warmup = 2;
+  o.repeat = 5;
+  o.verify = true;
+  auto r = tune_spmm(*ctx, base, a, n, o);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  auto cands = tuning_candidates(base, o);
+  ASSERT_TRUE(bool(cands));
+  ASSERT_EQ(r->timings.size(), cands->size());
+  double fastest = 1e30;
+  for (const CandidateTiming &t : r->timings) {
+    EXPECT_TRUE(t.ok) << t.candidate.str() << ": " << t.skipped;  // every candidate is exact and runs
+    if (t.ok) {
+      EXPECT_GT(t.median_ms, 0.0);
+      EXPECT_LE(t.min_ms, t.median_ms);
+      EXPECT_LE(t.median_ms, t.max_ms);
+      fastest = std::min(fastest, t.median_ms);
+    }
+  }
+  EXPECT_DOUBLE_EQ(r->choice.median_ms, fastest);
+  EXPECT_TRUE(r->saved);
+  EXPECT_TRUE(llvm::sys::fs::exists(r->path)) << r->path;
+  EXPECT_EQ(r->key.gpu, ctx->name());
+
+  // The chosen kernel, run again on fresh inputs: bit-exact against the reference.
+  auto plans = plan_candidates(r->choice.spec());
+  ASSERT_TRUE(bool(plans));
+  const Plan &p = (*plans)[r->choice.plan_index()];
+  EXPECT_EQ(plan_id(p), r->choice.candidate.plan_id);
+  std::mt19937_64 rng(12);
+  std::vector<int64_t> b(size_t(a.cols * n));
+  for (int64_t &x : b) x = base.rhs.min_value() + int64_t(rng() % uint64_t(base.rhs.max_value() - base.rhs.min_value() + 1));
+  auto got = magicube::testing::gpu_spmm(*ctx, p, a, b, n);
+  ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+  EXPECT_EQ(*got, reference_spmm(a, b, n)) << r->choice.candidate.str();
+
+  // Another process: a fresh store object, no context, no timing; the same choice.
+  TuneStore store = TuneStore::open(tmp.path());
+  auto c = lookup_tuned(store, base, spmm_signature(a, n), ctx->name());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->spec(), r->choice.spec());
+  EXPECT_EQ(c->plan_index(), r->choice.plan_index());
+  EXPECT_EQ(c->candidate.plan_id, r->choice.candidate.plan_id);
+  EXPECT_DOUBLE_EQ(c->median_ms, r->choice.median_ms);
+  auto tp = tuned_plan(store, base, spmm_signature(a, n), ctx->name());
+  ASSERT_TRUE(bool(tp)) << llvm::toString(tp.takeError());
+  EXPECT_EQ(tp->kernel_name(), p.kernel_name());
+  EXPECT_EQ(plan_id(*tp), plan_id(p));
+}
+
+// ---- the CLI -------------------------------------------------------------------------------
+
+namespace {
+struct CliResult {
+  int status = -1;
+  std::string output;
+};
+CliResult cli(const std::string &args, const std::string &cache_dir) {
+  std::string cmd = "env MAGICUBE_CACHE_DIR='" + cache_dir + "' '" + MAGICUBE_CLI + "' " + args + " 2>&1";
+  CliResult r;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+}  // namespace
+
+TEST(AutotuneCli, BadInputIsRefusedBeforeLookingForAGpu) {
+  TempDir tmp;
+  CliResult missing = cli("tune --lhs=s8 --rhs=u4 --m=64 --k=128 --n=64", tmp.path());
+  EXPECT_EQ(missing.status, 1) << missing.output;
+  EXPECT_NE(missing.output.find("--sparsity"), std::string::npos) << missing.output;
+  CliResult cand = cli("tune --lhs=s8 --rhs=u4 --m=64 --k=128 --sparsity=0.5 --n=64 --candidate=1", tmp.path());
+  EXPECT_EQ(cand.status, 1) << cand.output;
+  EXPECT_NE(cand.output.find("candidate:"), std::string::npos) << cand.output;
+  CliResult wide = cli("tune --lhs=u16 --rhs=u16 --m=64 --k=128 --sparsity=0.5 --n=64", tmp.path());
+  EXPECT_EQ(wide.status, 1) << wide.output;
+  EXPECT_NE(wide.output.find("out:"), std::string::npos) << wide.output;
+}
+
+TEST(AutotuneCli, TunePrintsTheTableAndStoresTheChoice) {
+  TempDir tmp;
+  const std::string args = "tune --lhs=s8 --rhs=u4 --v=8 --m=128 --k=256 --sparsity=0.8 --n=64 --repeat=3 --warmup=1";
+  std::string why = no_gpu_reason();
+  if (!why.empty()) {
+    CliResult r = cli(args, tmp.path());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("magicube: no GPU: "), std::string::npos) << r.output;
+    GTEST_SKIP() << "no GPU: " << why;
+  }
+  CliResult r = cli(args, tmp.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("median ms"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("<- chosen"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("choice    "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--candidate="), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("record    " + tmp.path() + "/tuning/"), std::string::npos) << r.output;
+  std::vector<std::string> files = list_dir(tmp.path() + "/tuning");
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(llvm::StringRef(files[0]).endswith(".json")) << files[0];
+}

@@ -1,0 +1,453 @@
+// `magicube bench`, the parts that need no GPU: CSV quoting, the published Magicube table,
+// geomeans, option expansion, the summary built from a synthetic results vector, the
+// progress line, plots.py on a synthetic CSV (skipped without python3 + matplotlib), and the
+// CLI's no-GPU exit path (exit 2, one line; skipped where a GPU is present).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "bench/bench_report.h"
+#include "llvm/Support/FileSystem.h"
+#include "runtime/cuda_driver.h"
+
+#ifndef MAGICUBE_CLI
+#error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
+#endif
+#ifndef MAGICUBE_SOURCE_DIR
+#error "MAGICUBE_SOURCE_DIR must be defined"
+#endif
+
+using namespace magicube;
+using namespace magicube::bench;
+
+namespace {
+
+struct CliResult {
+  int status = -1;
+  std::string output;
+};
+
+std::string quote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CliResult run_shell(const std::string &cmd) {
+  CliResult r;
+  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    llvm::SmallString<128> p;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("magicube-test-bench", p))
+      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
+    path_ = std::string(p.str());
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
+  const std::string &path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+ResultRow row(const std::string &source, const std::string &contender, const std::string &precision, int v,
+              double sparsity, int64_t n, double ms) {
+  ResultRow r;
+  r.source = source;
+  r.op = "spmm";
+  r.m = source == "small" ? 256 : 4096;
+  r.k = source == "small" ? 2304 : 4096;
+  r.n = n;
+  r.v = v;
+  r.sparsity = sparsity;
+  r.matrix = "uniform-M" + std::to_string(r.m) + "-K" + std::to_string(r.k) + "-s" + std::to_string(sparsity);
+  r.nnz_vectors = int64_t(std::llround((1 - sparsity) * r.k)) * (r.m / v);
+  r.contender = contender;
+  r.precision = precision;
+  r.ms = ms;
+  r.tops = effective_tops(r.nnz_vectors, v, n, ms);
+  r.status = "ok";
+  if (contender == kOurs) r.exact = "yes";
+  return r;
+}
+
+// Ours L8-R8 at V=8 and 4 on Magicube's six cells at 4x (V=8) and 2x (V=4) Magicube's
+// times; dense cuBLASLt at 1.5x .. 3x ours; a small problem at 7 us; one mismatch elsewhere.
+std::vector<ResultRow> synthetic_results() {
+  std::vector<ResultRow> rows;
+  for (double s : {0.7, 0.8, 0.9, 0.98})
+    for (int64_t n : {256, 512}) {
+      auto pub = magicube_h100_ms("spmm", "L8-R8", s, n);
+      double ours8 = pub ? *pub / 4 : 0.01;
+      double ours4 = pub ? *pub / 2 : 0.02;
+      rows.push_back(row("synthetic", kOurs, "L8-R8", 8, s, n, ours8));
+      rows.push_back(row("synthetic", kOurs, "L8-R8", 4, s, n, ours4));
+      double dense_factor = s < 0.75 ? 0.5 : s < 0.85 ? 1.5 : s < 0.95 ? 2.5 : 3.0;
+      rows.push_back(row("synthetic", kCublasLtS8, "s8->s32", 8, s, n, ours8 * dense_factor));
+      ResultRow un = row("synthetic", kBellS8, "s8", 8, s, n, kNaN);
+      un.status = "unsupported";
+      un.note = "cusparseSpMM: refused, with a \"quote\", a comma";
+      rows.push_back(un);
+    }
+  rows.push_back(row("small", kOurs, "L8-R8", 8, 0.9, 256, 0.007));
+  ResultRow bad = row("synthetic", kOurs, "L4-R4", 8, 0.9, 256, 0.01);
+  bad.exact = "NO: C[3, 5] = 1, expected 2 (1 of 100 checked elements differ)";
+  rows.push_back(bad);
+  std::vector<ResultRow> pub = published_rows(rows);
+  rows.insert(rows.end(), pub.begin(), pub.end());
+  return rows;
+}
+
+}  // namespace
+
+TEST(BenchCsv, QuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field(""), "");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_field("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(csv_field(" lead"), "\" lead\"");
+  EXPECT_EQ(csv_field("trail "), "\"trail \"");
+  EXPECT_EQ(csv_field("s8->s32"), "s8->s32");
+}
+
+TEST(BenchCsv, LinesRoundTripThroughTheParser) {
+  ResultRow r = row("dlmc", kCsrF16, "f16", 4, 0.9, 256, 0.0123);
+  r.matrix = "rn50/magnitude_pruning/0.9/a,b \"c\".smtx";
+  r.note = "first line\nsecond, line";
+  r.config = " spaced ";
+  std::string text = csv_header() + csv_line(r) + csv_line(row("synthetic", kOurs, "L8-R8", 8, 0.5, 512, kNaN));
+  auto parsed = parse_csv(text);
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_EQ(parsed->size(), 3u);
+  const auto &h = (*parsed)[0];
+  ASSERT_EQ(h.size(), 18u);
+  EXPECT_EQ(h[0], "source");
+  EXPECT_EQ(h[11], "ms");
+  const auto &f = (*parsed)[1];
+  ASSERT_EQ(f.size(), h.size());
+  EXPECT_EQ(f[1], r.matrix);
+  EXPECT_EQ(f[4], kCsrF16);
+  EXPECT_EQ(f[5], "4");
+  EXPECT_EQ(f[11], "0.0123");
+  EXPECT_EQ(f[16], " spaced ");
+  EXPECT_EQ(f[17], "first line\nsecond, line");
+  EXPECT_EQ((*parsed)[2][11], "");  // NaN ms: empty
+  EXPECT_FALSE(bool(parse_csv("a,\"open\n")));
+}
+
+TEST(BenchCsv, WritesAFile) {
+  TempDir tmp;
+  std::string path = tmp.path() + "/results.csv";
+  ASSERT_FALSE(bool(write_csv(path, synthetic_results())));
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  auto parsed = parse_csv(s.str());
+  ASSERT_TRUE(bool(parsed));
+  EXPECT_EQ(parsed->size(), synthetic_results().size() + 1);
+  auto e = write_csv(tmp.path() + "/no/such/dir/x.csv", {});
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("no/such/dir/x.csv"), std::string::npos);
+}
+
+TEST(BenchMagicube, TableOfH100Md) {
+  EXPECT_EQ(magicube_h100_times().size(), 48u);  // 8 precisions x 3 sparsities x 2 N/K
+  EXPECT_DOUBLE_EQ(*magicube_h100_ms("spmm", "L8-R8", 0.9, 512), 0.0455);
+  EXPECT_DOUBLE_EQ(*magicube_h100_ms("spmm", "L8-R8", 0.7, 256), 0.0637);
+  EXPECT_DOUBLE_EQ(*magicube_h100_ms("spmm", "L16-R16", 0.98, 512), 0.0251);
+  EXPECT_DOUBLE_EQ(*magicube_h100_ms("spmm", "L8-R4", 0.9, 256), 0.0391);
+  EXPECT_DOUBLE_EQ(*magicube_h100_ms("sddmm", "L16-R16", 0.98, 512), 0.0409);
+  EXPECT_DOUBLE_EQ(*magicube_h100_ms("sddmm", "L4-R4", 0.7, 256), 0.0684);
+  EXPECT_FALSE(magicube_h100_ms("spmm", "L8-R8", 0.8, 256));    // no such sparsity
+  EXPECT_FALSE(magicube_h100_ms("spmm", "L5-R3", 0.9, 256));    // no such precision
+  EXPECT_FALSE(magicube_h100_ms("sddmm", "L8-R4", 0.9, 256));   // SpMM only
+  EXPECT_FALSE(magicube_h100_ms("spmm", "L8-R8", 0.9, 1024));   // no such N
+}
+
+TEST(BenchMagicube, PublishedRowsFollowOursOnTheSameProblems) {
+  std::vector<ResultRow> rows = {row("synthetic", kOurs, "L8-R8", 8, 0.9, 256, 0.01),
+                                 row("synthetic", kOurs, "L8-R8", 4, 0.9, 256, 0.01),   // V=4: none
+                                 row("synthetic", kOurs, "L5-R3", 8, 0.9, 256, 0.01),   // no time
+                                 row("small", kOurs, "L8-R8", 8, 0.9, 256, 0.01)};      // not 4096
+  auto pub = published_rows(rows);
+  ASSERT_EQ(pub.size(), 1u);
+  EXPECT_EQ(pub[0].contender, kMagicubePub);
+  EXPECT_EQ(pub[0].status, "published");
+  EXPECT_DOUBLE_EQ(pub[0].ms, 0.0271);
+  EXPECT_EQ(pub[0].problem_key(), rows[0].problem_key());
+  EXPECT_TRUE(pub[0].ok());
+}
+
+TEST(BenchSummary, Geomean) {
+  EXPECT_DOUBLE_EQ(geomean({2.0, 8.0}), 4.0);
+  EXPECT_NEAR(geomean({1.0, 10.0, 100.0}), 10.0, 1e-12);
+  EXPECT_DOUBLE_EQ(geomean({3.0, kNaN, -1.0, 0.0}), 3.0);
+  EXPECT_TRUE(std::isnan(geomean({})));
+  EXPECT_NEAR(effective_tops(1000, 8, 256, 0.001), 2.0 * 1000 * 8 * 256 / 1e-6 / 1e12, 1e-12);
+  EXPECT_TRUE(std::isnan(effective_tops(1000, 8, 256, 0.0)));
+}
+
+TEST(BenchSummary, TablesTargetsAndMismatches) {
+  RunInfo info;
+  info.gpu = "NVIDIA H100 80GB HBM3, sm_90, 132 SMs";
+  info.driver = "580.159.04, CUDA 13.0";
+  info.date = "2026-11-22 12:00 UTC";
+  info.command = "magicube bench --quick";
+  JitCosts jit;
+  jit.variant_first = "spmm.s8xs8.v8.n64.pf.i32.sm_90";
+  jit.nvrtc_first_ms = 990;
+  jit.nvrtc_again_ms = 32;
+  jit.nvrtc_cold_ms = 33;
+  jit.disk_hit_ms = 0.4;
+  jit.get_launch_us = 4.5;
+  jit.bare_launch_us = 3.4;
+  jit.notes.push_back("a jit note");
+  std::string md = summary_markdown(info, synthetic_results(), jit);
+  SCOPED_TRACE(md);
+  EXPECT_NE(md.find("NVIDIA H100 80GB HBM3"), std::string::npos);
+  EXPECT_NE(md.find("580.159.04"), std::string::npos);
+  EXPECT_NE(md.find("2026-11-22"), std::string::npos);
+  // Targets: 4x Magicube at V=8 on all six cells; 2x at V=4 (against V=8 times) fails.
+  EXPECT_NE(md.find("| SpMM L8-R8 V=8 >= 3x Magicube (geomean) | 4.00x over 6/6 cells | **PASS** |"), std::string::npos);
+  EXPECT_NE(md.find("| SpMM L8-R8 V=4 >= 3x Magicube V=8 times (Magicube has V=8 only) (geomean) | 2.00x over 6/6 "
+                    "cells | **FAIL** |"),
+            std::string::npos);
+  // Dense: 1.5x at 0.8, 2.5x at 0.9, 3x at 0.98 for both N.
+  EXPECT_NE(md.find("s=0.8: 1.50x/1.50x; s=0.9: 2.50x/2.50x; s=0.98: 3.00x/3.00x | **PASS** |"), std::string::npos);
+  EXPECT_NE(md.find("at sparsity 0.9 (each N) | min 2.50x | **PASS** |"), std::string::npos);
+  EXPECT_NE(md.find("| small problem L8-R8 V=8 M=256 K=2304 N=256 s=0.9 <= 8 us | 7.00 us | **PASS** |"),
+            std::string::npos);
+  // The mismatch, loudly, and the bit-exact target fails.
+  EXPECT_NE(md.find("## !!! MISMATCH: 1 result(s) of ours differ from the CPU reference !!!"), std::string::npos);
+  EXPECT_NE(md.find("**MISMATCH** synthetic"), std::string::npos);
+  EXPECT_NE(md.find("| every checked result of ours bit-exact | 1 mismatch(es) of 18 checked | **FAIL** |"),
+            std::string::npos);
+  // The Magicube table: L8-R8 s=0.9 N=512: 0.0455 vs ours 0.0455/4 and 0.0455/2.
+  EXPECT_NE(md.find("| spmm | L8-R8 | 0.9 | N=512 | 0.0455 | 0.0114 | 4.00x | 0.0227 | 2.00x | – | – |"),
+            std::string::npos);
+  // Geomean table: ours L8-R8 V=8 at 0.9 against cuBLASLt (2.5x) and Magicube (4x); V=4
+  // against Magicube's V=8 times (2x); the unsupported Blocked-ELL column has no comparison
+  // and is left out; the mismatched L4-R4 result counts nowhere.
+  EXPECT_NE(md.find("| precision | V | sparsity | cases | ours TOPS (median) | vs cuBLASLt s8 dense | vs Magicube "
+                    "(h100.md, V=8) |"),
+            std::string::npos);
+  EXPECT_EQ(md.find("| L4-R4 |"), std::string::npos);
+  EXPECT_EQ(md.find("SpMM L4-R4"), std::string::npos);
+  EXPECT_NE(md.find("| L8-R8 | 8 | 0.9 | 2 |"), std::string::npos);
+  EXPECT_NE(md.find("| 2.50x | 4.00x |"), std::string::npos);
+  EXPECT_NE(md.find("| L8-R8 | 8 | 0.8 | 2 |"), std::string::npos);
+  EXPECT_NE(md.find("| 1.50x | – |"), std::string::npos);
+  EXPECT_NE(md.find("| L8-R8 | 4 | 0.9 | 2 |"), std::string::npos);
+  EXPECT_NE(md.find("| – | 2.00x |"), std::string::npos);
+  // JIT, errors.
+  EXPECT_NE(md.find("| NVRTC start-up (first minus again) | 958.0 ms |"), std::string::npos);
+  EXPECT_NE(md.find("| bare cuLaunchKernel of the same kernel and arguments, host time per call | 3.40 us |"),
+            std::string::npos);
+  EXPECT_NE(md.find("- a jit note"), std::string::npos);
+  EXPECT_NE(md.find("unsupported cuSPARSE BELL s8 (synthetic): cusparseSpMM: refused"), std::string::npos);
+  EXPECT_NE(md.find("(x8)"), std::string::npos);
+}
+
+TEST(BenchSummary, NoMismatchNoAlarm) {
+  std::vector<ResultRow> rows = synthetic_results();
+  rows.erase(std::remove_if(rows.begin(), rows.end(), [](const ResultRow &r) { return r.mismatch(); }), rows.end());
+  std::string md = summary_markdown(RunInfo{}, rows, JitCosts{});
+  EXPECT_EQ(md.find("MISMATCH"), std::string::npos) << md;
+  EXPECT_NE(md.find("0 mismatch(es) of 17 checked | **PASS** |"), std::string::npos) << md;
+}
+
+TEST(BenchOptions, Precisions) {
+  auto p = parse_precision("L8-R4");
+  ASSERT_TRUE(bool(p));
+  EXPECT_EQ(p->name, "L8-R4");
+  EXPECT_EQ(p->lhs, (ElemType{8, true}));
+  EXPECT_EQ(p->rhs, (ElemType{4, true}));
+  p = parse_precision("s8xu4");
+  ASSERT_TRUE(bool(p));
+  EXPECT_EQ(p->name, "s8xu4");
+  EXPECT_EQ(p->rhs, (ElemType{4, false}));
+  p = parse_precision("s16xs16");
+  ASSERT_TRUE(bool(p));
+  EXPECT_EQ(p->name, "L16-R16");
+  for (const char *bad : {"L17-R8", "L8-X8", "foo", "s8", "L8R8", "s8xq4"}) {
+    auto b = parse_precision(bad);
+    ASSERT_FALSE(bool(b)) << bad;
+    std::string m = llvm::toString(b.takeError());
+    EXPECT_NE(m.find(std::string("'") + bad + "'"), std::string::npos) << m;
+  }
+  EXPECT_EQ(default_spmm_precisions().size(), 8u);
+  EXPECT_EQ(default_spmm_precisions()[5].name, "L5-R3");
+  EXPECT_EQ(default_sddmm_precisions().size(), 3u);
+}
+
+TEST(BenchOptions, ConfigDefaultsQuickAndFilter) {
+  auto c = make_config(BenchOptions{});
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->spmm_precisions.size(), 8u);
+  EXPECT_EQ(c->sddmm_precisions.size(), 3u);
+  EXPECT_EQ(c->vs, (std::vector<int>{8, 4, 2}));
+  EXPECT_EQ(c->ns, (std::vector<int64_t>{256, 512}));
+  EXPECT_EQ(c->sparsities, (std::vector<double>{0.5, 0.7, 0.8, 0.9, 0.95, 0.98}));
+  EXPECT_EQ(c->sddmm_ks, (std::vector<int64_t>{256, 512}));
+  EXPECT_EQ(c->dlmc_limit, 10);
+  EXPECT_TRUE(c->synthetic && c->dlmc && c->sddmm && c->small && c->jit && c->vendors);
+  EXPECT_FALSE(c->flush_l2);
+
+  BenchOptions q;
+  q.quick = true;
+  c = make_config(q);
+  ASSERT_TRUE(bool(c));
+  EXPECT_EQ(c->spmm_precisions.size(), 5u);
+  EXPECT_EQ(c->vs, (std::vector<int>{8}));
+  EXPECT_EQ(c->sparsities, (std::vector<double>{0.7, 0.9, 0.98}));
+  EXPECT_EQ(c->dlmc_limit, 2);
+  EXPECT_EQ(c->dlmc_ns, (std::vector<int64_t>{256}));
+
+  BenchOptions f;
+  f.filter = "L8-R8, L8-R4,L8-R8,u8xs4";
+  f.vs = "4,2";
+  f.ns = "128";
+  f.sections = "synthetic,jit";
+  f.dlmc_limit = 0;
+  f.l2 = "flush";
+  f.no_vendor = true;
+  c = make_config(f);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  ASSERT_EQ(c->spmm_precisions.size(), 3u);
+  EXPECT_EQ(c->spmm_precisions[1].name, "L8-R4");
+  ASSERT_EQ(c->sddmm_precisions.size(), 2u);  // L8-R8 (an SDDMM default) and u8xs4 (not a default)
+  EXPECT_EQ(c->sddmm_precisions[1].name, "u8xs4");
+  EXPECT_EQ(c->vs, (std::vector<int>{4, 2}));
+  EXPECT_EQ(c->ns, (std::vector<int64_t>{128}));
+  EXPECT_EQ(c->dlmc_limit, 0);
+  EXPECT_TRUE(c->synthetic && c->jit);
+  EXPECT_FALSE(c->dlmc || c->sddmm || c->small || c->vendors);
+  EXPECT_TRUE(c->flush_l2);
+}
+
+TEST(BenchOptions, BadValuesNameTheFlag) {
+  auto expect_error = [](BenchOptions o, const std::string &flag) {
+    auto c = make_config(o);
+    ASSERT_FALSE(bool(c)) << flag;
+    std::string m = llvm::toString(c.takeError());
+    EXPECT_EQ(m.rfind(flag + ":", 0), 0u) << m;
+  };
+  BenchOptions o;
+  o.vs = "8,3";
+  expect_error(o, "v");
+  o = {};
+  o.vs = "8,x";
+  expect_error(o, "v");
+  o = {};
+  o.ns = "0";
+  expect_error(o, "n");
+  o = {};
+  o.sections = "synthetic,bogus";
+  expect_error(o, "sections");
+  o = {};
+  o.filter = "L8-R8,L0-R8";
+  expect_error(o, "filter");
+  o = {};
+  o.repeat = 0;
+  expect_error(o, "repeat");
+  o = {};
+  o.l2 = "cold";
+  expect_error(o, "l2");
+  o = {};
+  o.dlmc_limit = -5;
+  expect_error(o, "dlmc-limit");
+}
+
+TEST(BenchProgress, LineAndPlainOutput) {
+  EXPECT_EQ(Progress::format_line(0, 0, 0, "jit", "", 0), "[....................] 0/0   0% 0:00 eta 0:00 jit");
+  EXPECT_EQ(Progress::format_line(50, 200, 30, "synthetic", "V=8 s=0.9 N=256 L8-R8", 0),
+            "[#####...............]  50/200  25% 0:30 eta 1:30 synthetic: V=8 s=0.9 N=256 L8-R8");
+  std::string cut = Progress::format_line(50, 200, 30, "synthetic", "V=8 s=0.9 N=256 L8-R8", 40);
+  EXPECT_EQ(cut.size(), 40u);
+
+  FILE *f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    Progress p(f, /*tty=*/false);
+    p.set_total(3);
+    p.step("synthetic", "a");  // a new section: a line
+    p.step("synthetic", "b");  // same section within 5 s: no line
+    p.step("dlmc", "c");       // a new section: a line
+    p.message("hello");
+    p.done();
+    EXPECT_EQ(p.count(), 3);
+  }
+  std::rewind(f);
+  std::string out;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  std::fclose(f);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4) << out;
+  EXPECT_EQ(out.find('\r'), std::string::npos) << out;
+  EXPECT_NE(out.find("0/3   0%"), std::string::npos) << out;
+  EXPECT_NE(out.find("dlmc: c"), std::string::npos) << out;
+  EXPECT_NE(out.find("hello\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("3/3 100%"), std::string::npos) << out;
+}
+
+TEST(BenchCli, NoGpuExitsTwoWithOneLine) {
+  std::string reason = no_gpu_reason();
+  if (reason.empty()) GTEST_SKIP() << "a GPU is present: the no-GPU path cannot be exercised here";
+  TempDir tmp;
+  std::string out = tmp.path() + "/out";
+  CliResult r = run_shell(quote(MAGICUBE_CLI) + " bench --quick --out-dir=" + quote(out));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n");
+  EXPECT_FALSE(llvm::sys::fs::exists(out)) << "nothing is written without a GPU";
+}
+
+TEST(BenchCli, BadOptionsExitOneBeforeLookingForAGpu) {
+  CliResult r = run_shell(quote(MAGICUBE_CLI) + " bench --filter=L99-R8");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("magicube: error: filter: 'L99-R8'", 0), 0u) << r.output;
+  r = run_shell(quote(MAGICUBE_CLI) + " bench --v=3");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("V=3 is not allowed"), std::string::npos) << r.output;
+  r = run_shell(quote(MAGICUBE_CLI) + " bench --dlmc=/no/such/dlmc.tar.gz");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("dlmc: --dlmc=/no/such/dlmc.tar.gz does not exist"), std::string::npos) << r.output;
+}
+
+TEST(BenchPlots, WritesPngsFromASyntheticCsv) {
+  if (run_shell("python3 -c 'import matplotlib'").status != 0)
+    GTEST_SKIP() << "python3 with matplotlib is not installed";
+  TempDir tmp;
+  std::vector<ResultRow> rows = synthetic_results();
+  ResultRow sd = row("synthetic", kOurs, "L8-R8", 8, 0.9, 4096, 0.01);
+  sd.op = "sddmm";
+  sd.k = 256;
+  rows.push_back(sd);
+  std::vector<ResultRow> pub = published_rows({sd});
+  rows.insert(rows.end(), pub.begin(), pub.end());
+  ASSERT_FALSE(bool(write_csv(tmp.path() + "/results.csv", rows)));
+  CliResult r = run_shell("python3 " + quote(std::string(MAGICUBE_SOURCE_DIR) + "/bench/plots.py") + " " +
+                          quote(tmp.path() + "/results.csv"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char *png : {"speedup_synthetic_spmm_v8.png", "speedup_synthetic_spmm_v4.png", "geomean_synthetic_spmm.png",
+                          "tops_synthetic_spmm.png", "speedup_synthetic_sddmm_v8.png", "geomean_synthetic_sddmm.png"}) {
+    uint64_t size = 0;
+    EXPECT_FALSE(bool(llvm::sys::fs::file_size(tmp.path() + "/" + png, size))) << png << "\n" << r.output;
+    EXPECT_GT(size, 1000u) << png;
+  }
+}

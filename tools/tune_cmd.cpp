@@ -1,0 +1,235 @@
+// tune: inputs as for run -> every candidate timed on the GPU -> the table, the choice and
+// the stored record.
+#include "tools/tune_cmd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "llvm/Support/raw_ostream.h"
+#include "runtime/autotune.h"
+#include "runtime/smtx.h"
+
+namespace magicube::tool {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+int64_t draw(std::mt19937_64 &rng, const ElemType &t) {
+  return t.min_value() + int64_t(rng() % uint64_t(t.max_value() - t.min_value() + 1));
+}
+int64_t draw_nonzero(std::mt19937_64 &rng, const ElemType &t) {
+  for (;;)
+    if (int64_t x = draw(rng, t)) return x;
+}
+
+// The same synthetic matrix as run's: every row-block holds round((1 - sparsity) * cols)
+// vectors at distinct uniformly random columns, with nonzero values of `t`.
+VectorSparse synthetic_sparse(std::mt19937_64 &rng, int64_t m, int64_t k, double sparsity, int v, const ElemType &t) {
+  VectorSparse a;
+  a.rows = m;
+  a.cols = k;
+  a.v = v;
+  int64_t nb = (m + v - 1) / v;
+  int64_t per = std::clamp<int64_t>(std::llround((1.0 - sparsity) * double(k)), 0, k);
+  std::vector<int32_t> cols(k);
+  for (int64_t c = 0; c < k; ++c) cols[c] = int32_t(c);
+  a.block_ptr.reserve(nb + 1);
+  a.block_ptr.push_back(0);
+  std::vector<int32_t> pick(per);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t i = 0; i < per; ++i) std::swap(cols[i], cols[i + int64_t(rng() % uint64_t(k - i))]);
+    std::copy(cols.begin(), cols.begin() + per, pick.begin());
+    std::sort(pick.begin(), pick.end());
+    for (int32_t c : pick) {
+      a.col.push_back(c);
+      for (int r = 0; r < v; ++r) a.values.push_back(b * v + r < m ? draw_nonzero(rng, t) : 0);
+    }
+    a.block_ptr.push_back(int64_t(a.col.size()));
+  }
+  return a;
+}
+
+// SpMM's A (cols = --k) or SDDMM's mask (cols = --n), from --matrix or synthetic.
+llvm::Expected<VectorSparse> make_sparse(const RunArgs &r, const OpSpec &spec, const ElemType &t, int64_t cols,
+                                         const char *cols_flag, std::mt19937_64 &rng) {
+  if (!r.matrix.empty()) {
+    auto pat = read_smtx(r.matrix);
+    if (!pat) return pat.takeError();
+    if (pat->rows * spec.v > INT32_MAX || pat->cols > INT32_MAX)
+      return err("matrix: " + r.matrix + " dilated by V=" + llvm::Twine(spec.v) + " is too large for 32-bit indices");
+    return dilate(*pat, spec.v, [&] { return draw_nonzero(rng, t); });
+  }
+  if (r.m <= 0 || r.m > INT32_MAX) return err("m: --m=" + llvm::Twine(r.m) + " is not allowed (allowed: 1..2^31-1)");
+  if (cols <= 0 || cols > INT32_MAX)
+    return err(llvm::Twine(cols_flag) + ": --" + cols_flag + "=" + llvm::Twine(cols) +
+               " is not allowed (allowed: 1..2^31-1)");
+  if (!(r.sparsity >= 0.0 && r.sparsity < 1.0))
+    return err("sparsity: --sparsity=" + fmt::format("{}", r.sparsity) + " is not allowed (allowed: 0 <= sparsity < 1)");
+  return synthetic_sparse(rng, r.m, cols, r.sparsity, spec.v, t);
+}
+
+std::string missing_list(std::initializer_list<std::pair<bool, const char *>> flags) {
+  std::string s;
+  for (auto [given, name] : flags)
+    if (!given) s += std::string(s.empty() ? "" : ", ") + name;
+  return s;
+}
+
+// The newest arch a plan can target on a device of compute capability `cc`; 0 if none.
+int plan_arch_for_device(int cc) {
+  int best = 0;
+  for (int a : {80, 86, 89, 90})
+    if (a <= cc) best = a;
+  return best;
+}
+}  // namespace
+
+int cmd_tune(const OpFlags &f, const TuneArgs &t) {
+  const RunArgs &r = t.input;
+  // ---- everything that needs no GPU ----
+  auto spec = spec_from_flags(f);
+  if (!spec) return fail(spec.takeError());
+  const bool sddmm = spec->op == OpKind::SDDMM;
+  if (t.candidate_given)
+    return fail("candidate: --candidate=" + llvm::Twine(f.candidate) +
+                " is not allowed with tune (it times every candidate plan)");
+  if (!sddmm && (r.layout_given || r.stride_given))
+    return fail(r.layout_given ? "layout: --layout applies to --op=sddmm only" : "stride: --stride applies to --op=sddmm only");
+  if (r.layout != "bcrs" && r.layout != "srbcrs")
+    return fail("layout: '" + r.layout + "' is not allowed (allowed: bcrs, srbcrs)");
+  if (r.stride < 1 || r.stride > 1024)
+    return fail("stride: --stride=" + llvm::Twine(r.stride) + " is not allowed (allowed: 1..1024)");
+  if (!sddmm) {
+    if (!r.matrix.empty() && (r.m_given || r.k_given || r.sparsity_given))
+      return fail("matrix: --matrix=" + r.matrix + " cannot be combined with --m, --k or --sparsity");
+    if (r.matrix.empty() && !(r.m_given && r.k_given && r.sparsity_given))
+      return fail("tune: give --matrix=FILE.smtx, or all of --m, --k and --sparsity (missing: " +
+                  missing_list({{r.m_given, "--m"}, {r.k_given, "--k"}, {r.sparsity_given, "--sparsity"}}) + ")");
+    if (r.n <= 0 || r.n > INT32_MAX)
+      return fail("n: --n=" + llvm::Twine(r.n) + " is not allowed (give --n=N, the columns of B and C: 1..2^31-1)");
+  } else {
+    if (!r.matrix.empty() && (r.m_given || r.n_given || r.sparsity_given))
+      return fail("matrix: --matrix=" + r.matrix + " cannot be combined with --m, --n or --sparsity");
+    if (r.matrix.empty() && !(r.m_given && r.n_given && r.sparsity_given))
+      return fail("tune: give --matrix=FILE.smtx, or all of --m, --n and --sparsity (missing: " +
+                  missing_list({{r.m_given, "--m"}, {r.n_given, "--n"}, {r.sparsity_given, "--sparsity"}}) + ")");
+    if (r.k <= 0 || r.k > INT32_MAX)
+      return fail("k: --k=" + llvm::Twine(r.k) + " is not allowed (give --k=K, the reduction length: 1..2^31-1)");
+  }
+  if (r.repeat < 1) return fail("repeat: --repeat=" + llvm::Twine(r.repeat) + " is not allowed (allowed: >= 1)");
+  if (r.warmup < 0) return fail("warmup: --warmup=" + llvm::Twine(r.warmup) + " is not allowed (allowed: >= 0)");
+
+  TuneOptions opts;
+  if (t.bsn_given) opts.knob_values["bsn"] = {f.bsn};
+  if (t.no_prefetch_given) opts.knob_values["prefetch"] = {0};
+  opts.warmup = r.warmup;
+  opts.repeat = r.repeat;
+  opts.seed = r.seed;
+  opts.verify = t.verify;
+  opts.sddmm_stride = r.stride;
+  opts.sddmm_layout = r.layout == "srbcrs" ? SparseLayout::SrBcrs : SparseLayout::Bcrs;
+  {  // refuse a spec that cannot be planned before looking for a GPU
+    auto cands = tuning_candidates(*spec, opts);
+    if (!cands) return fail(cands.takeError());
+  }
+
+  std::mt19937_64 rng(r.seed);
+  auto sparse = sddmm ? make_sparse(r, *spec, ElemType{1, false}, r.n, "n", rng)
+                      : make_sparse(r, *spec, spec->lhs, r.k, "k", rng);
+  if (!sparse) return fail(sparse.takeError());
+  const int64_t m = sparse->rows;
+  const int64_t n = sddmm ? sparse->cols : r.n;
+  const int64_t k = sddmm ? r.k : sparse->cols;
+
+  // ---- the GPU ----
+  std::string why = no_gpu_reason();
+  if (!why.empty()) {
+    llvm::errs() << "magicube: no GPU: " << why << "\n";
+    return 2;
+  }
+  // Held to the end of the process: the loaded-kernel cache unloads its modules while the
+  // context is still alive.
+  static std::optional<Context> ctx;
+  {
+    auto created = Context::create(0);
+    if (!created) return fail(created.takeError());
+    ctx.emplace(std::move(*created));
+  }
+  if (!f.arch_given) {  // plan for the device's own arch
+    int arch = plan_arch_for_device(ctx->compute_capability());
+    if (arch == 0)
+      return fail("arch: the device " + ctx->name() + " is " + arch_name(ctx->compute_capability()) +
+                  " (supported: sm_80 and newer)");
+    spec->arch = arch;
+  }
+  auto cands = tuning_candidates(*spec, opts);
+  if (!cands) return fail(cands.takeError());
+  const MatrixSignature sig = sddmm ? sddmm_signature(*sparse, k) : spmm_signature(*sparse, n);
+  const int64_t nnz = sparse->num_vectors();
+  llvm::outs() << "gpu       " << ctx->name() << " (" << arch_name(ctx->compute_capability()) << ", "
+               << ctx->sm_count() << " SMs)\n"
+               << "op        " << to_string(*spec) << " (" << cands->size() << " candidates)\n"
+               << fmt::format("problem   M={} K={} N={} V={} nnz-vectors={} (mean row-block {:.1f}, longest {}, cv {:.2f})\n",
+                              m, k, n, spec->v, nnz, sig.mean, int64_t(sig.max), sig.cv)
+               << "signature " << sig.key() << "\n";
+  llvm::outs().flush();
+
+  auto res = sddmm ? tune_sddmm(*ctx, *spec, *sparse, k, opts) : tune_spmm(*ctx, *spec, *sparse, n, opts);
+  if (!res) return fail(res.takeError());
+
+  // SpMM: each vector meets N columns of B; SDDMM: each vector is a K-long dot product per row.
+  const double ops = 2.0 * double(nnz) * double(spec->v) * double(sddmm ? k : n);
+  auto tops = [&](double ms) { return ms > 0 ? ops / (ms * 1e-3) / 1e12 : 0.0; };
+  std::string header = fmt::format("{:>4}", "#");
+  for (const KnobInfo &i : knob_table()) header += fmt::format(" {:>8}", i.name);
+  header += fmt::format(" {:>4}  {:<24} {:>10} {:>10} {:>10} {:>8}  {}", "plan", "mma", "median ms", "min ms",
+                        "max ms", "TOPS", "kernel");
+  llvm::outs() << "\n" << header << "\n";
+  const CandidateTiming *untuned = nullptr;
+  const Knobs base_knobs = knobs_of(*spec);
+  for (size_t i = 0; i < res->timings.size(); ++i) {
+    const CandidateTiming &c = res->timings[i];
+    if (c.candidate.knobs == base_knobs && c.candidate.plan == 0) untuned = &c;
+    std::string line = fmt::format("{:>4}", i);
+    for (const KnobInfo &ki : knob_table()) line += fmt::format(" {:>8}", c.candidate.knobs.*ki.field);
+    line += fmt::format(" {:>4}  {:<24}", c.candidate.plan, c.candidate.plan_id);
+    if (c.ok)
+      line += fmt::format(" {:>10.4f} {:>10.4f} {:>10.4f} {:>8.2f}  {}", c.median_ms, c.min_ms, c.max_ms,
+                          tops(c.median_ms), c.kernel);
+    else
+      line += "  skipped: " + c.skipped.substr(0, c.skipped.find('\n'));
+    llvm::outs() << line << (c.candidate.knobs == res->choice.candidate.knobs &&
+                                     c.candidate.plan == res->choice.candidate.plan
+                                 ? "  <- chosen"
+                                 : "")
+                 << "\n";
+  }
+  const Choice &ch = res->choice;
+  llvm::outs() << "\n"
+               << fmt::format("choice    {} ({}): median {:.4f} ms, {:.2f} TOPS\n", ch.candidate.str(),
+                              to_string(ch.spec()), ch.median_ms, tops(ch.median_ms));
+  if (untuned && untuned->ok && ch.median_ms > 0)
+    llvm::outs() << fmt::format("          {:.2f}x the untuned default ({}: {:.4f} ms)\n",
+                                untuned->median_ms / ch.median_ms, untuned->candidate.str(), untuned->median_ms);
+  const OpSpec &cs = ch.spec();
+  std::string flags = fmt::format("--op={} --lhs={} --rhs={} --v={} --out={}", op_name(cs.op), cs.lhs.str(),
+                                  cs.rhs.str(), cs.v, out_name(cs.out));
+  if (cs.scale != Scale::None) flags += std::string(" --scale=") + scale_name(cs.scale);
+  if (cs.bias != Bias::None) flags += std::string(" --bias=") + bias_name(cs.bias);
+  flags += " --arch=" + arch_name(cs.arch) + " " + ch.candidate.run_flags();
+  llvm::outs() << "run with  magicube run " << flags << " <the same matrix flags>\n";
+  if (res->saved)
+    llvm::outs() << "record    " << res->path << "\n";
+  else
+    llvm::outs() << "record    not saved" << (res->path.empty() ? "" : " (" + res->path + ")")
+                 << ": see the warning above\n";
+  return 0;
+}
+
+}  // namespace magicube::tool
