@@ -14,7 +14,7 @@ date -u | tee -a "$out/gpu.txt"
 status=0
 for t in test_cuda_driver test_spmm_gpu test_sddmm_gpu test_epilogue_gpu test_api test_cli test_autotune; do
   [ -x "$bin/$t" ] || continue
-  MAGICUBE_CLI="$bin/magicube" "$bin/$t" > "$out/$t.log" 2>&1
+  MAGICUBE_CLI_PATH="$bin/magicube" "$bin/$t" > "$out/$t.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1
   printf "%-20s rc=%d  %s\n" "$t" $rc "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"

@@ -31,6 +31,13 @@
 #error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
 #endif
 
+// The binary: $MAGICUBE_CLI_PATH where the build folder has moved (GPU machine), else the
+// path CMake compiled in.
+static std::string magicube_cli() {
+  const char *env = std::getenv("MAGICUBE_CLI_PATH");
+  return env && *env ? env : MAGICUBE_CLI;
+}
+
 using namespace magicube;
 
 namespace {
@@ -636,7 +643,7 @@ struct CliResult {
   std::string output;
 };
 CliResult cli(const std::string &args, const std::string &cache_dir) {
-  std::string cmd = "env MAGICUBE_CACHE_DIR='" + cache_dir + "' '" + MAGICUBE_CLI + "' " + args + " 2>&1";
+  std::string cmd = "env MAGICUBE_CACHE_DIR='" + cache_dir + "' '" + magicube_cli() + "' " + args + " 2>&1";
   CliResult r;
   FILE *p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -3,6 +3,8 @@
 // MAGICUBE_CACHE_DIR under a temp dir. `run` checks bit-exactness where a GPU is present and
 // the one-line no-GPU message (exit 2) where none is.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -19,6 +21,13 @@
 #ifndef MAGICUBE_CLI
 #error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
 #endif
+
+// The binary: $MAGICUBE_CLI_PATH where the build folder has moved (GPU machine), else the
+// path CMake compiled in.
+static std::string magicube_cli() {
+  const char *env = std::getenv("MAGICUBE_CLI_PATH");
+  return env && *env ? env : MAGICUBE_CLI;
+}
 
 using namespace magicube;
 
@@ -54,7 +63,7 @@ class TempDir {
 
 // Runs `magicube <args>` with MAGICUBE_CACHE_DIR=<cache_dir> (and `env`, "NAME=value ...").
 Result cli(const std::string &args, const std::string &cache_dir, const std::string &env = "") {
-  std::string cmd = "env MAGICUBE_CACHE_DIR=" + quote(cache_dir) + " " + env + " " + quote(MAGICUBE_CLI) + " " +
+  std::string cmd = "env MAGICUBE_CACHE_DIR=" + quote(cache_dir) + " " + env + " " + quote(magicube_cli()) + " " +
                     args + " 2>&1";
   Result r;
   FILE *p = popen(cmd.c_str(), "r");
