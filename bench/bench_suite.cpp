@@ -541,6 +541,9 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
   s.v = v;
   s.arch = arch_;
   s.out = OutType::Int32;
+  // Untuned default tile: BSn=128 for SpMM, the fastest of 32/64/128/256 in our H100 probe
+  // (tests/gpu/perf_probe.cpp, 2026-11-22); a stored tuning choice overrides it.
+  if (op == OpKind::SpMM) s.bsn = 128;
   auto i32 = plan(s);
   if (i32) {
     if (auto e = check_reduction_length(*i32, reduction)) llvm::consumeError(std::move(e));
