@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <cctype>
 #include <fstream>
+#include <sstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -368,16 +370,19 @@ std::string cuda_version_str(int v) { return fmt::format("{}.{}", v / 1000, (v %
 
 // "580.159.04" from /proc/driver/nvidia/version, when readable.
 std::string nvidia_driver_release() {
+  // e.g. "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release ...":
+  // the first token of digits and dots after "Kernel Module".
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
   if (!std::getline(f, line)) return "";
   size_t at = line.find("Kernel Module");
   if (at == std::string::npos) return "";
-  std::string rest = line.substr(at + 13);
-  size_t b = rest.find_first_not_of(' ');
-  if (b == std::string::npos) return "";
-  size_t e = rest.find(' ', b);
-  return rest.substr(b, e == std::string::npos ? std::string::npos : e - b);
+  std::istringstream words(line.substr(at + 13));
+  for (std::string w; words >> w;)
+    if (!w.empty() && std::isdigit((unsigned char)w[0]) && w.find('.') != std::string::npos &&
+        w.find_first_not_of("0123456789.") == std::string::npos)
+      return w;
+  return "";
 }
 
 // Driver entry points through the CUDA runtime (no link against libcuda).
