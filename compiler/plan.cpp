@@ -98,6 +98,29 @@ std::string Plan::str() const {
   return o.str();
 }
 
+uint64_t fingerprint(const Plan &p) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](int64_t x) {
+    for (int i = 0; i < 8; ++i, x >>= 8) h = (h ^ uint64_t(x & 0xff)) * 0x100000001b3ull;
+  };
+  mix(int64_t(stable_hash(p.spec)));
+  mix(p.native_bits), mix(p.shape.m), mix(p.shape.n), mix(p.shape.k), mix(int(p.orient));
+  for (const auto *cs : {&p.lhs, &p.rhs}) {
+    mix(int64_t(cs->size()));
+    for (const Chunk &c : *cs) mix(c.lo_bit), mix(c.bits), mix(c.is_signed), mix(c.storage_bits);
+  }
+  mix(p.stack_slots);
+  for (const StackGroup &g : p.groups) {
+    mix(g.is_signed), mix(int64_t(g.lhs_chunks.size()));
+    for (int c : g.lhs_chunks) mix(c);
+  }
+  for (const Term &t : p.terms) mix(t.lhs_chunk), mix(t.rhs_chunk), mix(t.shift), mix(t.group), mix(t.slot);
+  for (const ExchangeStep &e : p.exchange) mix(int(e.kind)), mix(e.mask);
+  mix(p.k_stride), mix(p.shuffle_b), mix(int64_t(p.shuffle.size()));
+  for (int x : p.shuffle) mix(x);
+  return h;
+}
+
 llvm::json::Value to_json(const Plan &p) {
   auto chunks = [](const std::vector<Chunk> &cs) {
     llvm::json::Array a;

@@ -91,4 +91,9 @@ struct Plan {
 
 llvm::json::Value to_json(const Plan &plan);
 
+// A 64-bit FNV-1a fingerprint of every field of the plan that shapes its kernel: cheap
+// (about a microsecond), for the in-process kernel cache's hot path. The disk cache keys on
+// the SHA-256 of the plan's JSON instead.
+uint64_t fingerprint(const Plan &plan);
+
 }  // namespace magicube

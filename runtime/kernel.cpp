@@ -1,5 +1,7 @@
 #include "runtime/kernel.h"
 
+#include <cstdio>
+
 #include "cache/cache_key.h"
 #include "cache/compile_cache.h"
 #include "cache/memory_cache.h"
@@ -236,9 +238,16 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
 llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, const Plan &plan) {
   auto arch = target_arch(plan, ctx.compute_capability());
   if (!arch) return arch.takeError();
+  // Hot path: the plan's fingerprint (no JSON, no SHA-256) in the per-context memory cache.
+  char fast[40];
+  snprintf(fast, sizeof fast, "fp%016llx-%d", (unsigned long long)fingerprint(plan), *arch);
+  if (auto hit = loaded_kernels().get(ctx.get(), fast)) return std::shared_ptr<const Kernel>(hit);
   std::string key =
       make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(nvrtc_options(plan)), *arch, nvrtc_version()).hex;
-  if (auto hit = loaded_kernels().get(ctx.get(), key)) return std::shared_ptr<const Kernel>(hit);
+  if (auto hit = loaded_kernels().get(ctx.get(), key)) {
+    loaded_kernels().put(ctx.get(), fast, hit);
+    return std::shared_ptr<const Kernel>(hit);
+  }
   auto src = generate(plan);
   if (!src) return src.takeError();
   auto cubin = kernel_cubin(plan, *src, *arch);
@@ -254,7 +263,9 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   if (!fn) return fn.takeError();
   k->fn_ = *fn;
   log().debug("loaded {} for sm_{}", k->src_.name, *arch);
-  return std::shared_ptr<const Kernel>(loaded_kernels().put(ctx.get(), key, k));
+  auto stored = loaded_kernels().put(ctx.get(), key, k);
+  loaded_kernels().put(ctx.get(), fast, stored);
+  return std::shared_ptr<const Kernel>(stored);
 }
 
 }  // namespace magicube

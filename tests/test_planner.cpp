@@ -176,3 +176,20 @@ TEST(Planner, PrintsReadably) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Planner, FingerprintSeparatesPlansThatDiffer) {
+  auto ps = plan_candidates(spec(OpKind::SpMM, {12, true}, {4, false}, 4, 80));
+  ASSERT_TRUE(bool(ps));
+  std::set<uint64_t> seen;
+  for (const Plan &p : *ps) seen.insert(fingerprint(p));
+  EXPECT_EQ(seen.size(), ps->size());
+  Plan a = (*ps)[0], b = (*ps)[0];
+  EXPECT_EQ(fingerprint(a), fingerprint(b));
+  b.groups[0].is_signed = !b.groups[0].is_signed;
+  EXPECT_NE(fingerprint(a), fingerprint(b));
+  b = a;
+  b.shuffle_b = !b.shuffle_b;
+  EXPECT_NE(fingerprint(a), fingerprint(b));
+}
+}  // namespace
