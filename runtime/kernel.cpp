@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "llvm/ADT/SmallVector.h"
+
 #include "cache/cache_key.h"
 #include "cache/compile_cache.h"
 #include "cache/memory_cache.h"
@@ -96,7 +98,7 @@ llvm::Expected<DeviceEpilogue> upload(const EpilogueArgs &e) {
 namespace {
 // Appends the float epilogue's arguments; refuses vectors that the spec needs but lacks.
 llvm::Error push_epilogue(const OpSpec &spec, const DeviceEpilogue *e, int64_t rows, int64_t cols,
-                          std::vector<CUdeviceptr> &ptrs, float &alpha) {
+                          llvm::SmallVectorImpl<CUdeviceptr> &ptrs, float &alpha) {
   if (!is_float(spec.out)) return llvm::Error::success();
   static const DeviceEpilogue none;
   if (!e) e = &none;
@@ -135,17 +137,17 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   if (auto e = check_reduction_length(plan_, a.max_block_length)) return e;
   if (a.num_blocks == 0 || b.n == 0) return llvm::Error::success();
   if (a.num_blocks > 65535) return err("spmm: " + llvm::Twine(a.num_blocks) + " row-blocks exceed the grid's 65535");
-  std::vector<CUdeviceptr> ptrs;
+  llvm::SmallVector<CUdeviceptr, 16> ptrs;
   ptrs.push_back(a.row_ptr.ptr());
   ptrs.push_back(a.col_idx.ptr());
   for (const DeviceBuffer &p : a.planes) ptrs.push_back(p.ptr());
   for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
   ptrs.push_back(c);
-  std::vector<CUdeviceptr> eptrs;
+  llvm::SmallVector<CUdeviceptr, 16> eptrs;
   float alpha = 1.0f;
   if (auto e = push_epilogue(plan_.spec, epi, a.rows, b.n, eptrs, alpha)) return e;
   int m = int(a.rows), n = int(b.n), ldb = int(b.ldb);
-  std::vector<void *> args;
+  llvm::SmallVector<void *, 24> args;  // no heap allocation per launch
   for (CUdeviceptr &p : ptrs) args.push_back(&p);
   args.push_back(&m);
   args.push_back(&n);
@@ -211,16 +213,16 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
   if (auto e = check_reduction_length(plan_, a.k)) return e;
   if (mask.num_blocks == 0 || mask.max_block_length == 0) return llvm::Error::success();
   if (mask.num_blocks > 65535) return err("sddmm: " + llvm::Twine(mask.num_blocks) + " row-blocks exceed the grid's 65535");
-  std::vector<CUdeviceptr> ptrs{mask.row_ptr.ptr(), mask.col_idx.ptr()};
+  llvm::SmallVector<CUdeviceptr, 16> ptrs{mask.row_ptr.ptr(), mask.col_idx.ptr()};
   for (const DeviceBuffer &p : a.planes) ptrs.push_back(p.ptr());
   for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
   ptrs.push_back(out);
   ptrs.push_back(layout == SparseLayout::Bcrs ? mask.bcrs_ptr.ptr() : CUdeviceptr(0));
-  std::vector<CUdeviceptr> eptrs;
+  llvm::SmallVector<CUdeviceptr, 16> eptrs;
   float alpha = 1.0f;
   if (auto e = push_epilogue(plan_.spec, epi, mask.rows, mask.cols, eptrs, alpha)) return e;
   int m = int(mask.rows), k = int(a.k), ldk = int(a.ld), stride = mask.stride;
-  std::vector<void *> args;
+  llvm::SmallVector<void *, 24> args;  // no heap allocation per launch
   for (CUdeviceptr &p : ptrs) args.push_back(&p);
   args.push_back(&m);
   args.push_back(&k);
