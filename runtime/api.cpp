@@ -122,29 +122,10 @@ Plan plan_op(const OpSpec &spec, const SpmmOptions &options, OpKind want, const 
 
 int64_t reduction_bound(const Plan &p) { return p.spec.out == OutType::Int32 ? p.max_exact_k : p.max_term_k; }
 
-size_t element_bytes(OutType t) {
-  switch (t) {
-    case OutType::Int32: return 4;
-    case OutType::Int64: return 8;
-    case OutType::F32: return 4;
-    default: return 2;
-  }
-}
-
 // `count` output elements of type `t`, widened to int64 (integers sign-extended, float bit
 // patterns zero-extended).
 std::vector<int64_t> download_elements(const DeviceBuffer &buf, int64_t count, OutType t) {
-  const size_t w = element_bytes(t);
-  std::vector<uint8_t> raw = take(buf.download<uint8_t>(size_t(count) * w), Error::Kind::Cuda);
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const uint8_t *p = raw.data() + i * w;
-    if (t == OutType::Int32) { int32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else if (t == OutType::Int64) { int64_t x; std::memcpy(&x, p, 8); v[i] = x; }
-    else if (t == OutType::F32) { uint32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else { uint16_t x; std::memcpy(&x, p, 2); v[i] = x; }
-  }
-  return v;
+  return take(download_stored(buf, count, t), Error::Kind::Cuda);
 }
 
 // Refuses scales or bias that do not fit the spec for an m x n result.
@@ -248,7 +229,7 @@ const Plan &Spmm::plan() const { return state_->plan; }
 const SpmmOptions &Spmm::options() const { return state_->options; }
 std::string Spmm::kernel_name() const { return state_->plan.kernel_name(); }
 int64_t Spmm::max_reduction_length() const { return reduction_bound(state_->plan); }
-size_t Spmm::output_element_bytes() const { return element_bytes(state_->plan.spec.out); }
+size_t Spmm::output_element_bytes() const { return stored_bytes(state_->plan.spec.out); }
 
 HostLhs Spmm::pack_lhs(const VectorSparse &a) const {
   const Plan &p = state_->plan;
@@ -362,7 +343,7 @@ const Plan &Sddmm::plan() const { return state_->plan; }
 const SddmmOptions &Sddmm::options() const { return state_->options; }
 std::string Sddmm::kernel_name() const { return state_->plan.kernel_name(); }
 int64_t Sddmm::max_reduction_length() const { return reduction_bound(state_->plan); }
-size_t Sddmm::output_element_bytes() const { return element_bytes(state_->plan.spec.out); }
+size_t Sddmm::output_element_bytes() const { return stored_bytes(state_->plan.spec.out); }
 
 HostMask Sddmm::pack_mask(const VectorSparse &mask, int stride) const {
   const OpSpec &s = state_->plan.spec;

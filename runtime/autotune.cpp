@@ -516,15 +516,6 @@ llvm::Error TuneStore::save(const TuneRecord &r) const {
 
 namespace {
 
-size_t out_bytes(OutType t) {
-  switch (t) {
-    case OutType::Int32: return 4;
-    case OutType::Int64: return 8;
-    case OutType::F32: return 4;
-    default: return 2;
-  }
-}
-
 // The output element as the kernel stores it (ints sign-extended, float bits zero-extended).
 int64_t stored(const OpSpec &spec, int64_t acc, const EpilogueArgs &args, int64_t row, int64_t col) {
   switch (spec.out) {
@@ -535,20 +526,6 @@ int64_t stored(const OpSpec &spec, int64_t acc, const EpilogueArgs &args, int64_
     case OutType::BF16: return bf16_bits(dequantize(spec, acc, args, row, col));
   }
   return acc;
-}
-
-llvm::Expected<std::vector<int64_t>> download_out(const DeviceBuffer &buf, int64_t count, OutType t) {
-  auto raw = buf.download<uint8_t>(size_t(count) * out_bytes(t));
-  if (!raw) return raw.takeError();
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const uint8_t *p = raw->data() + i * out_bytes(t);
-    if (t == OutType::Int32) { int32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else if (t == OutType::Int64) { int64_t x; std::memcpy(&x, p, 8); v[i] = x; }
-    else if (t == OutType::F32) { uint32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else { uint16_t x; std::memcpy(&x, p, 2); v[i] = x; }
-  }
-  return v;
 }
 
 std::vector<int64_t> random_values(std::mt19937_64 &rng, size_t count, const ElemType &t) {
@@ -593,7 +570,7 @@ class SpmmWorkload : public Workload {
     b_ = random_values(rng, size_t(a.cols * n), base.rhs);
   }
   llvm::Error init() {
-    auto c = DeviceBuffer::allocate(std::max<size_t>(1, size_t(a_.rows * n_) * out_bytes(spec_.out)));
+    auto c = DeviceBuffer::allocate(std::max<size_t>(1, size_t(a_.rows * n_) * stored_bytes(spec_.out)));
     if (!c) return c.takeError();
     c_ = std::move(*c);
     auto e = upload(epi_host_);
@@ -636,7 +613,7 @@ class SpmmWorkload : public Workload {
       for (int64_t r = 0; r < a_.rows; ++r)
         for (int64_t c = 0; c < n_; ++c) want_[r * n_ + c] = stored(spec_, ref[r * n_ + c], epi_host_, r, c);
     }
-    auto got = download_out(c_, a_.rows * n_, spec_.out);
+    auto got = download_stored(c_, a_.rows * n_, spec_.out);
     if (!got) return llvm::toString(got.takeError());
     for (size_t i = 0; i < want_.size(); ++i)
       if ((*got)[i] != want_[i])
@@ -674,7 +651,7 @@ class SddmmWorkload : public Workload {
     auto dm = upload_mask(m_, mask_);
     if (!dm) return dm.takeError();
     dm_ = std::move(*dm);
-    auto out = DeviceBuffer::allocate(std::max<size_t>(1, size_t(count_) * out_bytes(spec_.out)));
+    auto out = DeviceBuffer::allocate(std::max<size_t>(1, size_t(count_) * stored_bytes(spec_.out)));
     if (!out) return out.takeError();
     out_ = std::move(*out);
     auto e = upload(epi_host_);
@@ -709,7 +686,7 @@ class SddmmWorkload : public Workload {
   llvm::Error poison() override { return out_.memset(0xAB); }
   std::string verify(const Plan &p) override {
     if (ref_.empty()) ref_ = reference_sddmm(mask_, a_, b_, k_);
-    auto got = download_out(out_, count_, spec_.out);
+    auto got = download_stored(out_, count_, spec_.out);
     if (!got) return llvm::toString(got.takeError());
     const int v = mask_.v;
     for (int64_t blk = 0; blk < mask_.num_blocks(); ++blk)

@@ -1,6 +1,7 @@
 #include "runtime/kernel.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -21,6 +22,30 @@ MemoryCache<Kernel> &loaded_kernels() {
   return cache;
 }
 }  // namespace
+
+size_t stored_bytes(OutType t) {
+  switch (t) {
+    case OutType::Int32: return 4;
+    case OutType::Int64: return 8;
+    case OutType::F32: return 4;
+    default: return 2;
+  }
+}
+
+llvm::Expected<std::vector<int64_t>> download_stored(const DeviceBuffer &buf, int64_t count, OutType t) {
+  const size_t w = stored_bytes(t);
+  auto raw = buf.download<uint8_t>(size_t(count) * w);
+  if (!raw) return raw.takeError();
+  std::vector<int64_t> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t *p = raw->data() + i * w;
+    if (t == OutType::Int32) { int32_t x; std::memcpy(&x, p, 4); v[i] = x; }
+    else if (t == OutType::Int64) { int64_t x; std::memcpy(&x, p, 8); v[i] = x; }
+    else if (t == OutType::F32) { uint32_t x; std::memcpy(&x, p, 4); v[i] = x; }
+    else { uint16_t x; std::memcpy(&x, p, 2); v[i] = x; }
+  }
+  return v;
+}
 
 llvm::Expected<int> target_arch(const Plan &plan, int device_cc) {
   if (device_cc < plan.spec.arch)

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compiler/codegen.h"
 #include "compiler/plan.h"
@@ -57,6 +58,14 @@ struct DeviceEpilogue {
   DeviceBuffer row_scale, col_scale, bias;
 };
 llvm::Expected<DeviceEpilogue> upload(const EpilogueArgs &e);
+
+// The bytes one output element of type `t` takes on the device: 4 (int32, f32), 8 (int64),
+// 2 (f16, bf16).
+size_t stored_bytes(OutType t);
+
+// `count` output elements of type `t` downloaded from `buf`, each as stored, widened to
+// int64: integers sign-extended, float bit patterns zero-extended.
+llvm::Expected<std::vector<int64_t>> download_stored(const DeviceBuffer &buf, int64_t count, OutType t);
 
 // Where SDDMM writes: the mask's SR-BCRS value layout (num_slots x V values) or BCRS (the
 // vectors in order, V values each: num_vectors x V).

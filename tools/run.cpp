@@ -26,81 +26,11 @@
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
 #include "tools/commands.h"
+#include "tools/inputs.h"
 
 namespace magicube::tool {
 
 namespace {
-llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
-
-// Uniform in t's range.
-int64_t draw(std::mt19937_64 &rng, const ElemType &t) {
-  return t.min_value() + int64_t(rng() % uint64_t(t.max_value() - t.min_value() + 1));
-}
-// Uniform in t's range without 0 (every type has a nonzero value).
-int64_t draw_nonzero(std::mt19937_64 &rng, const ElemType &t) {
-  for (;;)
-    if (int64_t x = draw(rng, t)) return x;
-}
-
-// `count` values uniform in t's range, not all zero.
-std::vector<int64_t> random_dense(std::mt19937_64 &rng, int64_t count, const ElemType &t) {
-  std::vector<int64_t> d(size_t(std::max<int64_t>(count, 0)));
-  for (int64_t &x : d) x = draw(rng, t);
-  if (!d.empty() && std::all_of(d.begin(), d.end(), [](int64_t x) { return x == 0; })) d[0] = t.max_value();
-  return d;
-}
-
-// A synthetic rows x cols vector-sparse matrix: every row-block holds round((1 - sparsity) *
-// cols) vectors at distinct uniformly random columns, with nonzero values of `t`.
-VectorSparse synthetic_sparse(std::mt19937_64 &rng, int64_t m, int64_t k, double sparsity, int v, const ElemType &t) {
-  VectorSparse a;
-  a.rows = m;
-  a.cols = k;
-  a.v = v;
-  int64_t nb = (m + v - 1) / v;
-  int64_t per = std::llround((1.0 - sparsity) * double(k));
-  per = std::clamp<int64_t>(per, 0, k);
-  std::vector<int32_t> cols(k);
-  for (int64_t c = 0; c < k; ++c) cols[c] = int32_t(c);
-  a.block_ptr.reserve(nb + 1);
-  a.block_ptr.push_back(0);
-  a.col.reserve(nb * per);
-  a.values.reserve(nb * per * v);
-  std::vector<int32_t> pick(per);
-  for (int64_t b = 0; b < nb; ++b) {
-    // A partial Fisher-Yates shuffle: cols stays a permutation, its first `per` are the pick.
-    for (int64_t i = 0; i < per; ++i) std::swap(cols[i], cols[i + int64_t(rng() % uint64_t(k - i))]);
-    std::copy(cols.begin(), cols.begin() + per, pick.begin());
-    std::sort(pick.begin(), pick.end());
-    for (int32_t c : pick) {
-      a.col.push_back(c);
-      for (int r = 0; r < v; ++r) a.values.push_back(b * v + r < m ? draw_nonzero(rng, t) : 0);
-    }
-    a.block_ptr.push_back(int64_t(a.col.size()));
-  }
-  return a;
-}
-
-// The sparse operand the flags ask for (SpMM's A, with `cols` = --k; SDDMM's mask, with
-// `cols` = --n): from --matrix, or synthetic. The error names the bad flag or file.
-llvm::Expected<VectorSparse> make_sparse(const RunArgs &r, const OpSpec &spec, const ElemType &t, int64_t cols,
-                                         const char *cols_flag, std::mt19937_64 &rng) {
-  if (!r.matrix.empty()) {
-    auto pat = read_smtx(r.matrix);
-    if (!pat) return pat.takeError();
-    if (pat->rows * spec.v > INT32_MAX || pat->cols > INT32_MAX)
-      return err("matrix: " + r.matrix + " dilated by V=" + llvm::Twine(spec.v) + " is too large for 32-bit indices");
-    return dilate(*pat, spec.v, [&] { return draw_nonzero(rng, t); });
-  }
-  if (r.m <= 0 || r.m > INT32_MAX) return err("m: --m=" + llvm::Twine(r.m) + " is not allowed (allowed: 1..2^31-1)");
-  if (cols <= 0 || cols > INT32_MAX)
-    return err(llvm::Twine(cols_flag) + ": --" + cols_flag + "=" + llvm::Twine(cols) +
-               " is not allowed (allowed: 1..2^31-1)");
-  if (!(r.sparsity >= 0.0 && r.sparsity < 1.0))
-    return err("sparsity: --sparsity=" + fmt::format("{}", r.sparsity) + " is not allowed (allowed: 0 <= sparsity < 1)");
-  return synthetic_sparse(rng, r.m, cols, r.sparsity, spec.v, t);
-}
-
 // Calls fn(b0, b1) on disjoint row-block ranges covering [0, nb), on the host's cores.
 void parallel_blocks(int64_t nb, const std::function<void(int64_t, int64_t)> &fn) {
   int64_t threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 32);
@@ -149,31 +79,6 @@ std::vector<int64_t> sddmm_reference(const VectorSparse &mask, const std::vector
     std::copy(part.begin(), part.end(), out.begin() + mask.block_ptr[b0] * mask.v);
   });
   return out;
-}
-
-size_t out_bytes(OutType t) {
-  switch (t) {
-    case OutType::Int32: return 4;
-    case OutType::Int64: return 8;
-    case OutType::F32: return 4;
-    default: return 2;
-  }
-}
-
-// The output elements as stored, widened to int64 (ints sign-extended, float bits
-// zero-extended).
-llvm::Expected<std::vector<int64_t>> download_elements(const DeviceBuffer &buf, int64_t count, OutType t) {
-  auto raw = buf.download<uint8_t>(size_t(count) * out_bytes(t));
-  if (!raw) return raw.takeError();
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const uint8_t *p = raw->data() + i * out_bytes(t);
-    if (t == OutType::Int32) { int32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else if (t == OutType::Int64) { int64_t x; std::memcpy(&x, p, 8); v[i] = x; }
-    else if (t == OutType::F32) { uint32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else { uint16_t x; std::memcpy(&x, p, 2); v[i] = x; }
-  }
-  return v;
 }
 
 // The bits a float output stores for the double x, and the value of stored bits.
@@ -230,25 +135,10 @@ std::string epilogue_str(const OpSpec &s, const EpilogueArgs &e) {
   return o + ", in double, rounded to nearest even; scales and bias drawn at random";
 }
 
-// The newest arch a plan can target on a device of compute capability `cc`; 0 if none.
-int plan_arch_for_device(int cc) {
-  int best = 0;
-  for (int a : {80, 86, 89, 90})
-    if (a <= cc) best = a;
-  return best;
-}
-
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// "--a, --b" of the names whose flag is missing.
-std::string missing_list(std::initializer_list<std::pair<bool, const char *>> flags) {
-  std::string missing;
-  for (auto [given, name] : flags)
-    if (!given) missing += std::string(missing.empty() ? "" : ", ") + name;
-  return missing;
-}
 }  // namespace
 
 int cmd_run(const OpFlags &f, const RunArgs &r) {
@@ -430,7 +320,7 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   }
   const DeviceEpilogue *epi_ptr = d_epi ? &*d_epi : nullptr;
 
-  auto c = DeviceBuffer::allocate(std::max<size_t>(1, size_t(count) * out_bytes(plan.spec.out)));
+  auto c = DeviceBuffer::allocate(std::max<size_t>(1, size_t(count) * stored_bytes(plan.spec.out)));
   if (!c) return fail(c.takeError());
   if (auto e = c->memset(0xAB)) return fail(std::move(e));  // poison: every element must be written
 
@@ -456,7 +346,7 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   // One checked run.
   if (auto e = launch()) return fail(std::move(e));
   if (auto e = ctx->synchronize()) return fail(std::move(e));
-  auto got = download_elements(*c, count, plan.spec.out);
+  auto got = download_stored(*c, count, plan.spec.out);
   if (!got) return fail(got.takeError());
 
   struct Mismatch {

@@ -2,36 +2,32 @@
 // and returns each output element as stored: the integer, or the float's bit pattern.
 #pragma once
 
-#include <cstring>
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/kernel.h"
 
 namespace magicube::testing {
 
-inline size_t out_bytes(OutType t) {
-  switch (t) {
-    case OutType::Int32: return 4;
-    case OutType::Int64: return 8;
-    case OutType::F32: return 4;
-    default: return 2;
-  }
-}
-
-// Elements as stored, widened to int64 (ints sign-extended, float bits zero-extended).
-inline llvm::Expected<std::vector<int64_t>> download_out(const DeviceBuffer &buf, int64_t count, OutType t) {
-  auto raw = buf.download<uint8_t>(count * out_bytes(t));
-  if (!raw) return raw.takeError();
-  std::vector<int64_t> v(count);
-  for (int64_t i = 0; i < count; ++i) {
-    const uint8_t *p = raw->data() + i * out_bytes(t);
-    if (t == OutType::Int32) { int32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else if (t == OutType::Int64) { int64_t x; std::memcpy(&x, p, 8); v[i] = x; }
-    else if (t == OutType::F32) { uint32_t x; std::memcpy(&x, p, 4); v[i] = x; }
-    else { uint16_t x; std::memcpy(&x, p, 2); v[i] = x; }
-  }
-  return v;
+// Compiles every plan's cubin on all host cores first (NVRTC is the slow part).
+inline void precompile(Context &ctx, const std::vector<Plan> &plans) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  for (unsigned t = 0; t < n; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < plans.size();) {
+        auto arch = target_arch(plans[i], ctx.compute_capability());
+        if (!arch) continue;
+        auto src = generate(plans[i]);
+        if (!src) continue;
+        (void)!kernel_cubin(plans[i], *src, *arch);  // errors show again at the real call
+      }
+    });
+  for (auto &t : pool) t.join();
 }
 
 inline llvm::Expected<std::vector<int64_t>> gpu_spmm(Context &ctx, const Plan &p, const VectorSparse &a,
@@ -49,14 +45,14 @@ inline llvm::Expected<std::vector<int64_t>> gpu_spmm(Context &ctx, const Plan &p
   if (!db) return db.takeError();
   auto de = upload(epi ? *epi : EpilogueArgs{});
   if (!de) return de.takeError();
-  auto c = DeviceBuffer::allocate(std::max<size_t>(1, a.rows * n * out_bytes(p.spec.out)));
+  auto c = DeviceBuffer::allocate(std::max<size_t>(1, a.rows * n * stored_bytes(p.spec.out)));
   if (!c) return c.takeError();
   if (auto e = c->memset(0xAB)) return e;  // poison: every element must be written
   auto k = Kernel::get(ctx, p);
   if (!k) return k.takeError();
   if (auto e = (*k)->launch(*da, *db, c->ptr(), nullptr, &*de)) return e;
   if (auto e = ctx.synchronize()) return e;
-  return download_out(*c, a.rows * n, p.spec.out);
+  return download_stored(*c, a.rows * n, p.spec.out);
 }
 
 // SDDMM with the mask laid out at `stride`; the output in `layout` order.
@@ -77,14 +73,14 @@ inline llvm::Expected<std::vector<int64_t>> gpu_sddmm(Context &ctx, const Plan &
   auto de = upload(epi ? *epi : EpilogueArgs{});
   if (!de) return de.takeError();
   int64_t count = (layout == SparseLayout::Bcrs ? mask.num_vectors() : m.num_slots()) * mask.v;
-  auto out = DeviceBuffer::allocate(std::max<int64_t>(1, count) * out_bytes(p.spec.out));
+  auto out = DeviceBuffer::allocate(std::max<int64_t>(1, count) * stored_bytes(p.spec.out));
   if (!out) return out.takeError();
   if (auto e = out->memset(0xAB)) return e;
   auto kern = Kernel::get(ctx, p);
   if (!kern) return kern.takeError();
   if (auto e = (*kern)->launch_sddmm(*dm, *da, *db, out->ptr(), layout, nullptr, &*de)) return e;
   if (auto e = ctx.synchronize()) return e;
-  return download_out(*out, count, p.spec.out);
+  return download_stored(*out, count, p.spec.out);
 }
 
 }  // namespace magicube::testing

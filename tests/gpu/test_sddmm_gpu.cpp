@@ -12,11 +12,13 @@
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
 #include "tests/gpu/gpu_env.h"
+#include "tests/gpu/gpu_run.h"
 #include "tests/test_util.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 using namespace magicube;
+using magicube::testing::precompile;
 using magicube::testing::random_dense;
 using magicube::testing::random_vector_sparse;
 
@@ -67,22 +69,6 @@ std::string run_and_compare(Context &ctx, const Plan &p, const VectorSparse &mas
                  ", expected " + std::to_string(want[i * mask.v + r]) + "\n" + p.str();
       }
   return "";
-}
-
-void precompile(Context &ctx, const std::vector<Plan> &plans) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  for (unsigned t = 0; t < n; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < plans.size();) {
-        auto arch = target_arch(plans[i], ctx.compute_capability());
-        if (!arch) continue;
-        auto src = generate(plans[i]);
-        if (src) (void)!kernel_cubin(plans[i], *src, *arch);
-      }
-    });
-  for (auto &t : pool) t.join();
 }
 
 const std::pair<ElemType, ElemType> kTypes[] = {

@@ -13,11 +13,13 @@
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
 #include "tests/gpu/gpu_env.h"
+#include "tests/gpu/gpu_run.h"
 #include "tests/test_util.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 using namespace magicube;
+using magicube::testing::precompile;
 using magicube::testing::random_dense;
 using magicube::testing::random_vector_sparse;
 
@@ -61,24 +63,6 @@ std::string run_and_compare(Context &ctx, const Plan &p, const VectorSparse &a, 
       return "C[" + std::to_string(i / n) + ", " + std::to_string(i % n) + "] = " + std::to_string(got[i]) +
              ", expected " + std::to_string(want[i]) + "\n" + p.str();
   return "";
-}
-
-// Compiles every plan's cubin on all host cores first (NVRTC is the slow part).
-void precompile(Context &ctx, const std::vector<Plan> &plans) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  for (unsigned t = 0; t < n; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < plans.size();) {
-        auto arch = target_arch(plans[i], ctx.compute_capability());
-        if (!arch) continue;
-        auto src = generate(plans[i]);
-        if (!src) continue;
-        (void)!kernel_cubin(plans[i], *src, *arch);  // errors show again at the real call
-      }
-    });
-  for (auto &t : pool) t.join();
 }
 
 struct Case {

@@ -1,0 +1,40 @@
+// The random inputs `magicube run` and `magicube tune` build from their flags: dense values,
+// the sparse operand (from --matrix or synthetic), and small flag helpers both share.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/vector_sparse.h"
+#include "tools/commands.h"
+
+namespace magicube::tool {
+
+// Uniform in t's range.
+int64_t draw(std::mt19937_64 &rng, const ElemType &t);
+// Uniform in t's range without 0 (every type has a nonzero value).
+int64_t draw_nonzero(std::mt19937_64 &rng, const ElemType &t);
+
+// `count` values uniform in t's range, not all zero.
+std::vector<int64_t> random_dense(std::mt19937_64 &rng, int64_t count, const ElemType &t);
+
+// A synthetic rows x cols vector-sparse matrix: every row-block holds round((1 - sparsity) *
+// cols) vectors at distinct uniformly random columns, with nonzero values of `t`.
+VectorSparse synthetic_sparse(std::mt19937_64 &rng, int64_t m, int64_t k, double sparsity, int v, const ElemType &t);
+
+// The sparse operand the flags ask for (SpMM's A, with `cols` = --k; SDDMM's mask, with
+// `cols` = --n): from --matrix, or synthetic. The error names the bad flag or file.
+llvm::Expected<VectorSparse> make_sparse(const RunArgs &r, const OpSpec &spec, const ElemType &t, int64_t cols,
+                                         const char *cols_flag, std::mt19937_64 &rng);
+
+// "--a, --b" of the names whose flag is missing.
+std::string missing_list(std::initializer_list<std::pair<bool, const char *>> flags);
+
+// The newest arch a plan can target on a device of compute capability `cc`; 0 if none.
+int plan_arch_for_device(int cc);
+
+}  // namespace magicube::tool
