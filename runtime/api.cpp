@@ -64,11 +64,11 @@ void check(llvm::Error e, Error::Kind kind) {
 }
 
 // The primary context of `device`, retained on first use for the rest of the process and
-// made current on the calling thread. Created before any kernel is loaded, so destroyed
-// after the loaded-kernel cache at exit.
+// made current on the calling thread.
 const Context &primary_context(int device) {
   static std::mutex mu;
-  static std::map<int, std::unique_ptr<Context>> contexts;
+  // Never destroyed (like the loaded-kernel cache): no driver calls from static destructors.
+  static auto &contexts = *new std::map<int, std::unique_ptr<Context>>();
   const Context *ctx = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu);

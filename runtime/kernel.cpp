@@ -18,8 +18,10 @@ namespace {
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
 MemoryCache<Kernel> &loaded_kernels() {
-  static MemoryCache<Kernel> cache;
-  return cache;
+  // Intentionally never destroyed: unloading modules from a static destructor at exit races
+  // with the driver's own teardown (and with the release of the context that owns them).
+  static MemoryCache<Kernel> *cache = new MemoryCache<Kernel>();
+  return *cache;
 }
 }  // namespace
 
