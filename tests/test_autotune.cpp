@@ -25,38 +25,15 @@
 #include "runtime/autotune.h"
 #include "runtime/reference.h"
 #include "tests/gpu/gpu_env.h"
+#include "tests/cli_util.h"
 #include "tests/gpu/gpu_run.h"
 
-#ifndef MAGICUBE_CLI
-#error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
-#endif
-
-// The binary: $MAGICUBE_CLI_PATH where the build folder has moved (GPU machine), else the
-// path CMake compiled in.
-static std::string magicube_cli() {
-  const char *env = std::getenv("MAGICUBE_CLI_PATH");
-  return env && *env ? env : MAGICUBE_CLI;
-}
 
 using namespace magicube;
+using namespace magicube::testing;
 
 namespace {
 
-// A temp dir removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    llvm::SmallString<128> p;
-    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("magicube-test-autotune", p))
-      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
-    path_ = std::string(p.str());
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
-  const std::string &path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // "" on success, else the error's message.
 std::string msg(llvm::Error e) { return e ? llvm::toString(std::move(e)) : std::string(); }
@@ -638,21 +615,8 @@ TEST(AutotuneGpu, TunesASmallSpmmAndReusesTheChoice) {
 // ---- the CLI -------------------------------------------------------------------------------
 
 namespace {
-struct CliResult {
-  int status = -1;
-  std::string output;
-};
 CliResult cli(const std::string &args, const std::string &cache_dir) {
-  std::string cmd = "env MAGICUBE_CACHE_DIR='" + cache_dir + "' '" + magicube_cli() + "' " + args + " 2>&1";
-  CliResult r;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return run_shell("env MAGICUBE_CACHE_DIR=" + shell_quote(cache_dir) + " " + shell_quote(magicube_cli()) + " " + args);
 }
 }  // namespace
 

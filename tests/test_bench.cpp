@@ -11,58 +11,23 @@
 #include <sstream>
 
 #include "bench/bench_report.h"
+#include "tests/cli_util.h"
 #include "llvm/Support/FileSystem.h"
 #include "runtime/cuda_driver.h"
 
-#ifndef MAGICUBE_CLI
-#error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
-#endif
 #ifndef MAGICUBE_SOURCE_DIR
 #error "MAGICUBE_SOURCE_DIR must be defined"
 #endif
 
 using namespace magicube;
 using namespace magicube::bench;
+using namespace magicube::testing;
 
 namespace {
 
-struct CliResult {
-  int status = -1;
-  std::string output;
-};
 
-std::string quote(const std::string &s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
-CliResult run_shell(const std::string &cmd) {
-  CliResult r;
-  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
-class TempDir {
- public:
-  TempDir() {
-    llvm::SmallString<128> p;
-    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("magicube-test-bench", p))
-      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
-    path_ = std::string(p.str());
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
-  const std::string &path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 ResultRow row(const std::string &source, const std::string &contender, const std::string &precision, int v,
               double sparsity, int64_t n, double ms) {
@@ -411,20 +376,20 @@ TEST(BenchCli, NoGpuExitsTwoWithOneLine) {
   if (reason.empty()) GTEST_SKIP() << "a GPU is present: the no-GPU path cannot be exercised here";
   TempDir tmp;
   std::string out = tmp.path() + "/out";
-  CliResult r = run_shell(quote(MAGICUBE_CLI) + " bench --quick --out-dir=" + quote(out));
+  CliResult r = run_shell(shell_quote(magicube_cli()) + " bench --quick --out-dir=" + shell_quote(out));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n");
   EXPECT_FALSE(llvm::sys::fs::exists(out)) << "nothing is written without a GPU";
 }
 
 TEST(BenchCli, BadOptionsExitOneBeforeLookingForAGpu) {
-  CliResult r = run_shell(quote(MAGICUBE_CLI) + " bench --filter=L99-R8");
+  CliResult r = run_shell(shell_quote(magicube_cli()) + " bench --filter=L99-R8");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_EQ(r.output.rfind("magicube: error: filter: 'L99-R8'", 0), 0u) << r.output;
-  r = run_shell(quote(MAGICUBE_CLI) + " bench --v=3");
+  r = run_shell(shell_quote(magicube_cli()) + " bench --v=3");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("V=3 is not allowed"), std::string::npos) << r.output;
-  r = run_shell(quote(MAGICUBE_CLI) + " bench --dlmc=/no/such/dlmc.tar.gz");
+  r = run_shell(shell_quote(magicube_cli()) + " bench --dlmc=/no/such/dlmc.tar.gz");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("dlmc: --dlmc=/no/such/dlmc.tar.gz does not exist"), std::string::npos) << r.output;
 }
@@ -441,8 +406,8 @@ TEST(BenchPlots, WritesPngsFromASyntheticCsv) {
   std::vector<ResultRow> pub = published_rows({sd});
   rows.insert(rows.end(), pub.begin(), pub.end());
   ASSERT_FALSE(bool(write_csv(tmp.path() + "/results.csv", rows)));
-  CliResult r = run_shell("python3 " + quote(std::string(MAGICUBE_SOURCE_DIR) + "/bench/plots.py") + " " +
-                          quote(tmp.path() + "/results.csv"));
+  CliResult r = run_shell("python3 " + shell_quote(std::string(MAGICUBE_SOURCE_DIR) + "/bench/plots.py") + " " +
+                          shell_quote(tmp.path() + "/results.csv"));
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char *png : {"speedup_synthetic_spmm_v8.png", "speedup_synthetic_spmm_v4.png", "geomean_synthetic_spmm.png",
                           "tops_synthetic_spmm.png", "speedup_synthetic_sddmm_v8.png", "geomean_synthetic_sddmm.png"}) {

@@ -4,6 +4,8 @@
 // the one-line no-GPU message (exit 2) where none is.
 #include <gtest/gtest.h>
 
+#include "tests/cli_util.h"
+
 #include <cstdlib>
 #include <sys/wait.h>
 
@@ -18,65 +20,19 @@
 #include "llvm/Support/Path.h"
 #include "runtime/cuda_driver.h"
 
-#ifndef MAGICUBE_CLI
-#error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
-#endif
-
-// The binary: $MAGICUBE_CLI_PATH where the build folder has moved (GPU machine), else the
-// path CMake compiled in.
-static std::string magicube_cli() {
-  const char *env = std::getenv("MAGICUBE_CLI_PATH");
-  return env && *env ? env : MAGICUBE_CLI;
-}
 
 using namespace magicube;
+using namespace magicube::testing;
 
 namespace {
 
-struct Result {
-  int status = -1;     // exit status; -1 when killed by a signal
-  std::string output;  // stdout and stderr together
-};
 
-std::string quote(const std::string &s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
-// A temp dir removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    llvm::SmallString<128> p;
-    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("magicube-test-cli", p))
-      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
-    path_ = std::string(p.str());
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
-  const std::string &path() const { return path_; }
-  std::string file(const std::string &name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // Runs `magicube <args>` with MAGICUBE_CACHE_DIR=<cache_dir> (and `env`, "NAME=value ...").
-Result cli(const std::string &args, const std::string &cache_dir, const std::string &env = "") {
-  std::string cmd = "env MAGICUBE_CACHE_DIR=" + quote(cache_dir) + " " + env + " " + quote(magicube_cli()) + " " +
-                    args + " 2>&1";
-  Result r;
-  FILE *p = popen(cmd.c_str(), "r");
-  if (!p) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+CliResult cli(const std::string &args, const std::string &cache_dir, const std::string &env = "") {
+  return run_shell("env MAGICUBE_CACHE_DIR=" + shell_quote(cache_dir) + " " + env + " " + shell_quote(magicube_cli()) +
+                   " " + args);
 }
 
 std::string read_file(const std::string &path) {
@@ -99,7 +55,7 @@ bool has_gpu(std::string *reason) {
 
 TEST(Cli, PlanPrintsTheKernelName) {
   TempDir tmp;
-  Result r = cli("plan --op=spmm --lhs=s12 --rhs=u4 --v=4 --arch=sm_80", tmp.path());
+  CliResult r = cli("plan --op=spmm --lhs=s12 --rhs=u4 --v=4 --arch=sm_80", tmp.path());
   EXPECT_EQ(r.status, 0) << r.output;
   std::string want = kernel_name_of(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 64, true, OutType::Int32, 80});
   EXPECT_NE(r.output.find(want), std::string::npos) << want << " not in:\n" << r.output;
@@ -111,13 +67,13 @@ TEST(Cli, PlanAllAndCandidate) {
   auto plans = plan_candidates(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 64, true, OutType::Int32, 80});
   ASSERT_TRUE(bool(plans)) << llvm::toString(plans.takeError());
   ASSERT_GE(plans->size(), 2u);
-  Result all = cli("plan --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --all", tmp.path());
+  CliResult all = cli("plan --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --all", tmp.path());
   EXPECT_EQ(all.status, 0) << all.output;
   for (const Plan &p : *plans) EXPECT_NE(all.output.find(p.kernel_name()), std::string::npos) << p.kernel_name();
-  Result second = cli("plan --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --candidate=1", tmp.path());
+  CliResult second = cli("plan --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --candidate=1", tmp.path());
   EXPECT_EQ(second.status, 0) << second.output;
   EXPECT_NE(second.output.find((*plans)[1].kernel_name()), std::string::npos) << second.output;
-  Result bad = cli("plan --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --candidate=" + std::to_string(plans->size()),
+  CliResult bad = cli("plan --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --candidate=" + std::to_string(plans->size()),
                    tmp.path());
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("candidate"), std::string::npos) << bad.output;
@@ -134,32 +90,32 @@ TEST(Cli, InvalidOpsNameTheField) {
       {"--bsn=48", "bsn", "48"},     {"--out=int8", "out", "int8"}, {"--format=yaml", "format", "yaml"},
   };
   for (const Bad &b : bad) {
-    Result r = cli("plan " + b.flags, tmp.path());
+    CliResult r = cli("plan " + b.flags, tmp.path());
     EXPECT_NE(r.status, 0) << b.flags;
     EXPECT_NE(r.output.find("magicube: error: " + b.field + ":"), std::string::npos) << b.flags << ":\n" << r.output;
     EXPECT_NE(r.output.find(b.value), std::string::npos) << b.flags << ":\n" << r.output;
   }
   // The same flags are validated by compile and run.
-  Result c = cli("compile --lhs=s17 --emit=cuda -o " + quote(tmp.file("x.cu")), tmp.path());
+  CliResult c = cli("compile --lhs=s17 --emit=cuda -o " + shell_quote(tmp.file("x.cu")), tmp.path());
   EXPECT_NE(c.status, 0);
   EXPECT_NE(c.output.find("lhs:"), std::string::npos) << c.output;
-  Result r = cli("run --v=3 --m=8 --k=8 --sparsity=0.5 --n=8", tmp.path());
+  CliResult r = cli("run --v=3 --m=8 --k=8 --sparsity=0.5 --n=8", tmp.path());
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("v:"), std::string::npos) << r.output;
 }
 
 TEST(Cli, NoCommandOrUnknownCommand) {
   TempDir tmp;
-  Result none = cli("", tmp.path());
+  CliResult none = cli("", tmp.path());
   EXPECT_NE(none.status, 0);
   EXPECT_NE(none.output.find("no command"), std::string::npos) << none.output;
-  Result unknown = cli("frobnicate", tmp.path());
+  CliResult unknown = cli("frobnicate", tmp.path());
   EXPECT_NE(unknown.status, 0);
 }
 
 TEST(Cli, PlanJsonParses) {
   TempDir tmp;
-  Result r = cli("plan --op=spmm --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --format=json", tmp.path());
+  CliResult r = cli("plan --op=spmm --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --format=json", tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
   auto v = llvm::json::parse(r.output);
   ASSERT_TRUE(bool(v)) << llvm::toString(v.takeError()) << "\n" << r.output;
@@ -168,7 +124,7 @@ TEST(Cli, PlanJsonParses) {
   EXPECT_EQ(o->getString("kernel").getValueOr(""),
             kernel_name_of(OpSpec{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::Int32, 90}));
 
-  Result all = cli("plan --lhs=s12 --rhs=u4 --v=4 --format=json --all", tmp.path());
+  CliResult all = cli("plan --lhs=s12 --rhs=u4 --v=4 --format=json --all", tmp.path());
   ASSERT_EQ(all.status, 0) << all.output;
   auto arr = llvm::json::parse(all.output);
   ASSERT_TRUE(bool(arr)) << llvm::toString(arr.takeError());
@@ -179,7 +135,7 @@ TEST(Cli, PlanJsonParses) {
 TEST(Cli, CompileEmitsCuda) {
   TempDir tmp;
   std::string out = tmp.file("k.cu");
-  Result r = cli("compile --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --emit=cuda -o " + quote(out), tmp.path());
+  CliResult r = cli("compile --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --emit=cuda -o " + shell_quote(out), tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
   std::string src = read_file(out);
   std::string name = kernel_name_of(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 64, true, OutType::Int32, 80});
@@ -188,7 +144,7 @@ TEST(Cli, CompileEmitsCuda) {
   EXPECT_NE(r.output.find(out), std::string::npos) << r.output;  // the summary names the file
 
   // -o - writes to stdout.
-  Result s = cli("compile --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --emit=cuda -o -", tmp.path());
+  CliResult s = cli("compile --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --emit=cuda -o -", tmp.path());
   ASSERT_EQ(s.status, 0);
   EXPECT_EQ(s.output, src);
 }
@@ -196,7 +152,7 @@ TEST(Cli, CompileEmitsCuda) {
 TEST(Cli, CompileEmitsPtx) {
   TempDir tmp;
   std::string out = tmp.file("k.ptx");
-  Result r = cli("compile --lhs=s8 --rhs=u4 --v=8 --arch=sm_90 --emit=ptx -o " + quote(out), tmp.path());
+  CliResult r = cli("compile --lhs=s8 --rhs=u4 --v=8 --arch=sm_90 --emit=ptx -o " + shell_quote(out), tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
   std::string ptx = read_file(out);
   EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
@@ -208,35 +164,35 @@ TEST(Cli, CompileEmitsPtx) {
 TEST(Cli, CompileEmitsCubinThroughTheCache) {
   TempDir tmp;
   std::string cache = tmp.file("cache"), out = tmp.file("k.cubin");
-  Result r = cli("compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o " + quote(out), cache);
+  CliResult r = cli("compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o " + shell_quote(out), cache);
   ASSERT_EQ(r.status, 0) << r.output;
   std::string cubin = read_file(out);
   ASSERT_GE(cubin.size(), 4u);
   EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
-  Result st = cli("cache stats", cache);
+  CliResult st = cli("cache stats", cache);
   EXPECT_EQ(st.status, 0) << st.output;
   EXPECT_NE(st.output.find("entries  1\n"), std::string::npos) << st.output;
   // A second compile is a disk hit with the same bytes.
   std::string out2 = tmp.file("k2.cubin");
-  Result again = cli("compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o " + quote(out2), cache);
+  CliResult again = cli("compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o " + shell_quote(out2), cache);
   ASSERT_EQ(again.status, 0) << again.output;
   EXPECT_EQ(read_file(out2), cubin);
 }
 
 TEST(Cli, CompileRefusesBadEmitOrMissingOutput) {
   TempDir tmp;
-  Result bad = cli("compile --emit=sass -o " + quote(tmp.file("x")), tmp.path());
+  CliResult bad = cli("compile --emit=sass -o " + shell_quote(tmp.file("x")), tmp.path());
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("emit: 'sass'"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("cuda, ptx, cubin"), std::string::npos) << bad.output;
-  Result none = cli("compile -o " + quote(tmp.file("x")), tmp.path());
+  CliResult none = cli("compile -o " + shell_quote(tmp.file("x")), tmp.path());
   EXPECT_NE(none.status, 0);
   EXPECT_NE(none.output.find("--emit is required"), std::string::npos) << none.output;
-  Result no_o = cli("compile --emit=cuda", tmp.path());
+  CliResult no_o = cli("compile --emit=cuda", tmp.path());
   EXPECT_NE(no_o.status, 0);
   EXPECT_NE(no_o.output.find("-o"), std::string::npos) << no_o.output;
   EXPECT_FALSE(llvm::sys::fs::exists(tmp.file("x")));
-  Result unwritable = cli("compile --emit=cuda -o " + quote(tmp.file("no/such/dir/x.cu")), tmp.path());
+  CliResult unwritable = cli("compile --emit=cuda -o " + shell_quote(tmp.file("no/such/dir/x.cu")), tmp.path());
   EXPECT_NE(unwritable.status, 0);
   EXPECT_NE(unwritable.output.find("no/such/dir/x.cu"), std::string::npos) << unwritable.output;
 }
@@ -244,34 +200,34 @@ TEST(Cli, CompileRefusesBadEmitOrMissingOutput) {
 TEST(Cli, CachePathStatsClear) {
   TempDir tmp;
   std::string cache = tmp.file("kernels");
-  Result path = cli("cache path", cache);
+  CliResult path = cli("cache path", cache);
   EXPECT_EQ(path.status, 0);
   EXPECT_EQ(path.output, cache + "\n");
 
-  Result empty = cli("cache stats", cache);
+  CliResult empty = cli("cache stats", cache);
   EXPECT_EQ(empty.status, 0) << empty.output;
   EXPECT_NE(empty.output.find("entries  0\n"), std::string::npos) << empty.output;
   EXPECT_NE(empty.output.find(cache), std::string::npos) << empty.output;
 
-  ASSERT_EQ(cli("compile --emit=cubin -o " + quote(tmp.file("a.cubin")), cache).status, 0);
-  ASSERT_EQ(cli("compile --lhs=u4 --rhs=s4 --emit=cubin -o " + quote(tmp.file("b.cubin")), cache).status, 0);
+  ASSERT_EQ(cli("compile --emit=cubin -o " + shell_quote(tmp.file("a.cubin")), cache).status, 0);
+  ASSERT_EQ(cli("compile --lhs=u4 --rhs=s4 --emit=cubin -o " + shell_quote(tmp.file("b.cubin")), cache).status, 0);
   // A file that is not an entry survives clear.
   { std::ofstream(cache + "/notes.txt") << "keep me"; }
-  Result two = cli("cache stats", cache);
+  CliResult two = cli("cache stats", cache);
   EXPECT_NE(two.output.find("entries  2\n"), std::string::npos) << two.output;
 
-  Result clear = cli("cache clear", cache);
+  CliResult clear = cli("cache clear", cache);
   EXPECT_EQ(clear.status, 0) << clear.output;
   EXPECT_NE(clear.output.find("cleared 2 entries"), std::string::npos) << clear.output;
-  Result after = cli("cache stats", cache);
+  CliResult after = cli("cache stats", cache);
   EXPECT_NE(after.output.find("entries  0\n"), std::string::npos) << after.output;
   EXPECT_TRUE(llvm::sys::fs::exists(cache + "/notes.txt"));
 
-  Result disabled = cli("cache stats", cache, "MAGICUBE_CACHE=0");
+  CliResult disabled = cli("cache stats", cache, "MAGICUBE_CACHE=0");
   EXPECT_EQ(disabled.status, 0);
   EXPECT_NE(disabled.output.find("enabled  no"), std::string::npos) << disabled.output;
 
-  Result bad = cli("cache purge", cache);
+  CliResult bad = cli("cache purge", cache);
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("'purge'"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("path, stats, clear"), std::string::npos) << bad.output;
@@ -284,7 +240,7 @@ TEST(Cli, RunSyntheticSpmm) {
   bool gpu = has_gpu(&reason);
   for (const std::string &flags : {std::string("--lhs=s8 --rhs=u4 --v=8"), std::string("--lhs=s12 --rhs=s4 --v=2"),
                                    std::string("--lhs=s16 --rhs=s16 --v=4 --out=int64")}) {
-    Result r = cli("run " + flags + " --m=100 --k=300 --sparsity=0.7 --n=70 --repeat=3 --warmup=1", tmp.path());
+    CliResult r = cli("run " + flags + " --m=100 --k=300 --sparsity=0.7 --n=70 --repeat=3 --warmup=1", tmp.path());
     if (!gpu) {
       EXPECT_EQ(r.status, 2) << flags << "\n" << r.output;
       EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n") << flags;
@@ -303,7 +259,7 @@ TEST(Cli, RunSmtxMatrix) {
   { std::ofstream(m) << "4, 6, 7\n0 2 3 3 7\n0 5 1 0 2 4 5\n"; }
   std::string reason;
   bool gpu = has_gpu(&reason);
-  Result r = cli("run --lhs=u5 --rhs=s3 --v=4 --matrix=" + quote(m) + " --n=33 --repeat=2 --warmup=0", tmp.path());
+  CliResult r = cli("run --lhs=u5 --rhs=s3 --v=4 --matrix=" + shell_quote(m) + " --n=33 --repeat=2 --warmup=0", tmp.path());
   if (!gpu) {
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n");
@@ -315,7 +271,7 @@ TEST(Cli, RunSmtxMatrix) {
   // A malformed file is named, with no GPU needed.
   std::string bad = tmp.file("bad.smtx");
   { std::ofstream(bad) << "2, 2, 1\n0 1\n0\n"; }
-  Result b = cli("run --matrix=" + quote(bad) + " --n=8", tmp.path());
+  CliResult b = cli("run --matrix=" + shell_quote(bad) + " --n=8", tmp.path());
   EXPECT_EQ(b.status, 1) << b.output;
   EXPECT_NE(b.output.find(bad), std::string::npos) << b.output;
 }
@@ -323,7 +279,7 @@ TEST(Cli, RunSmtxMatrix) {
 TEST(Cli, RunRefusesBadInputsWithoutAGpu) {
   TempDir tmp;
   // int32 beyond max_exact_k: s16 x s16 is exact only for K = 1.
-  Result k = cli("run --lhs=s16 --rhs=s16 --m=16 --k=64 --sparsity=0 --n=8", tmp.path());
+  CliResult k = cli("run --lhs=s16 --rhs=s16 --m=16 --k=64 --sparsity=0 --n=8", tmp.path());
   EXPECT_EQ(k.status, 1) << k.output;
   EXPECT_NE(k.output.find("max_exact_k"), std::string::npos) << k.output;
   EXPECT_NE(k.output.find("K=64"), std::string::npos) << k.output;
@@ -345,7 +301,7 @@ TEST(Cli, RunRefusesBadInputsWithoutAGpu) {
       {"--matrix=x.smtx --m=4 --n=8", "cannot be combined"},
   };
   for (const Bad &b : bad) {
-    Result r = cli("run " + b.flags, tmp.path());
+    CliResult r = cli("run " + b.flags, tmp.path());
     EXPECT_EQ(r.status, 1) << b.flags << "\n" << r.output;
     EXPECT_NE(r.output.find(b.needle), std::string::npos) << b.flags << "\n" << r.output;
   }
@@ -354,14 +310,14 @@ TEST(Cli, RunRefusesBadInputsWithoutAGpu) {
 // Float outputs: --scale and --bias go through the IR (validated there) into the plan.
 TEST(Cli, PlanFloatScaleAndBias) {
   TempDir tmp;
-  Result r = cli("plan --out=f16 --scale=rowcol --bias=col", tmp.path());
+  CliResult r = cli("plan --out=f16 --scale=rowcol --bias=col", tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("plan spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("epilogue  f16: int64 sum of terms, in double * row_scale[r] * col_scale[c] + bias[c], "
                           "rounded to nearest even"),
             std::string::npos)
       << r.output;
-  Result t = cli("plan --op=sddmm --out=bf16 --scale=tensor --format=json", tmp.path());
+  CliResult t = cli("plan --op=sddmm --out=bf16 --scale=tensor --format=json", tmp.path());
   ASSERT_EQ(t.status, 0) << t.output;
   auto v = llvm::json::parse(t.output);
   ASSERT_TRUE(bool(v)) << llvm::toString(v.takeError());
@@ -371,7 +327,7 @@ TEST(Cli, PlanFloatScaleAndBias) {
   EXPECT_EQ(spec->getString("out").getValueOr(""), "bf16") << t.output;
   EXPECT_EQ(spec->getString("bias").getValueOr(""), "none") << t.output;
   // The defaults are none: the integer plans are unchanged.
-  Result none = cli("plan --out=f32", tmp.path());
+  CliResult none = cli("plan --out=f32", tmp.path());
   ASSERT_EQ(none.status, 0) << none.output;
   EXPECT_NE(none.output.find("plan spmm.s8xs8.v8.n64.pf.f32.sm_90"), std::string::npos) << none.output;
 }
@@ -389,23 +345,23 @@ TEST(Cli, ScaleAndBiasAreValidatedByTheIr) {
       {"--out=f16 --bias=both", "magicube: error: bias: unknown bias 'both' (allowed: none, row, col)"},
   };
   for (const Bad &b : bad) {
-    Result r = cli("plan " + b.flags, tmp.path());
+    CliResult r = cli("plan " + b.flags, tmp.path());
     EXPECT_EQ(r.status, 1) << b.flags;
     EXPECT_NE(r.output.find(b.needle), std::string::npos) << b.flags << ":\n" << r.output;
   }
   // compile and run validate the same way, before anything else.
-  Result c = cli("compile --scale=rowcol --emit=cuda -o " + quote(tmp.file("x.cu")), tmp.path());
+  CliResult c = cli("compile --scale=rowcol --emit=cuda -o " + shell_quote(tmp.file("x.cu")), tmp.path());
   EXPECT_EQ(c.status, 1);
   EXPECT_NE(c.output.find("scale:"), std::string::npos) << c.output;
   EXPECT_FALSE(llvm::sys::fs::exists(tmp.file("x.cu")));
-  Result r = cli("run --op=sddmm --out=f16 --bias=row --m=16 --n=16 --sparsity=0.5 --k=16", tmp.path());
+  CliResult r = cli("run --op=sddmm --out=f16 --bias=row --m=16 --n=16 --sparsity=0.5 --k=16", tmp.path());
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("bias:"), std::string::npos) << r.output;
 }
 
 TEST(Cli, CompileFloatEpilogue) {
   TempDir tmp;
-  Result r = cli("compile --out=f16 --scale=rowcol --bias=row --emit=cuda -o -", tmp.path());
+  CliResult r = cli("compile --out=f16 --scale=rowcol --bias=row --emit=cuda -o -", tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
   OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::F16, 90, Scale::RowCol, Bias::Row};
   EXPECT_NE(r.output.find(kernel_name_of(s)), std::string::npos) << kernel_name_of(s);
@@ -422,7 +378,7 @@ TEST(Cli, RunFloatSpmm) {
        {std::string("--lhs=s8 --rhs=s8 --v=8 --out=f16 --scale=rowcol --bias=col"),
         std::string("--lhs=s12 --rhs=u4 --v=4 --out=f32 --scale=tensor --bias=row"),
         std::string("--lhs=u4 --rhs=s4 --v=2 --out=bf16"), std::string("--lhs=s16 --rhs=s16 --v=8 --out=f32")}) {
-    Result r = cli("run " + flags + " --m=100 --k=300 --sparsity=0.7 --n=70 --repeat=3 --warmup=1", tmp.path());
+    CliResult r = cli("run " + flags + " --m=100 --k=300 --sparsity=0.7 --n=70 --repeat=3 --warmup=1", tmp.path());
     if (!gpu) {
       EXPECT_EQ(r.status, 2) << flags << "\n" << r.output;
       EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n") << flags;
@@ -453,11 +409,11 @@ TEST(Cli, RunSddmm) {
       {"--lhs=s16 --rhs=s16 --v=2 --out=int64 --m=33 --n=50 --sparsity=0.2 --k=100 --layout=srbcrs",
        "M=33 N=50 K=100 V=2"},
       {"--lhs=s8 --rhs=s8 --v=8 --out=f16 --scale=rowcol --m=64 --n=128 --sparsity=0.9 --k=64", "M=64 N=128 K=64 V=8"},
-      {"--lhs=u5 --rhs=s3 --v=4 --out=bf16 --scale=tensor --matrix=" + quote(m) + " --k=40 --layout=srbcrs",
+      {"--lhs=u5 --rhs=s3 --v=4 --out=bf16 --scale=tensor --matrix=" + shell_quote(m) + " --k=40 --layout=srbcrs",
        "M=16 N=6 K=40 V=4 nnz-vectors=7"},
   };
   for (const Case &c : cases) {
-    Result r = cli("run --op=sddmm " + c.flags + " --repeat=3 --warmup=1", tmp.path());
+    CliResult r = cli("run --op=sddmm " + c.flags + " --repeat=3 --warmup=1", tmp.path());
     if (!gpu) {
       EXPECT_EQ(r.status, 2) << c.flags << "\n" << r.output;
       EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n") << c.flags;
@@ -488,7 +444,7 @@ TEST(Cli, RunSddmmRefusesBadInputsWithoutAGpu) {
       {"--m=16 --n=16 --sparsity=0.5 --k=16 --candidate=99", "candidate:"},
   };
   for (const Bad &b : bad) {
-    Result r = cli("run --op=sddmm " + b.flags, tmp.path());
+    CliResult r = cli("run --op=sddmm " + b.flags, tmp.path());
     EXPECT_EQ(r.status, 1) << b.flags << "\n" << r.output;
     EXPECT_NE(r.output.find(b.needle), std::string::npos) << b.flags << "\n" << r.output;
   }

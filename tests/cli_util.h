@@ -1,0 +1,72 @@
+// Shared by the tests that run the magicube CLI as a child process: the binary's path, a
+// shell runner, and a temp dir removed at the end of the test.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+
+#ifndef MAGICUBE_CLI
+#error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
+#endif
+
+namespace magicube::testing {
+
+// The binary: $MAGICUBE_CLI_PATH where the build folder has moved (GPU machine), else the
+// path CMake compiled in.
+inline std::string magicube_cli() {
+  const char *env = std::getenv("MAGICUBE_CLI_PATH");
+  return env && *env ? env : MAGICUBE_CLI;
+}
+
+inline std::string shell_quote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct CliResult {
+  int status = -1;     // exit status; -1 when killed by a signal
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command, stderr folded into stdout.
+inline CliResult run_shell(const std::string &cmd) {
+  CliResult r;
+  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) {
+    ADD_FAILURE() << "popen failed: " << cmd;
+    return r;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// A temp dir removed at the end of the test.
+class TempDir {
+ public:
+  explicit TempDir(const char *prefix = "magicube-test") {
+    llvm::SmallString<128> p;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(prefix, p))
+      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
+    path_ = std::string(p.str());
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
+  const std::string &path() const { return path_; }
+  std::string file(const std::string &name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace magicube::testing
