@@ -63,8 +63,8 @@ struct Gen {
 
   explicit Gen(const Plan &plan) : p(plan) {
     threads = plan.spec.bsn / 16 * 32;
-    if (fast()) {
-      const int warps = std::min(4, plan.spec.bsn / 16);
+    if (fast()) {  // 4-bit B: each warp's columns are whole 16-byte rows of packed nibbles
+      const int warps = nib() ? std::max(1, std::min(4, plan.spec.bsn / 32)) : std::min(4, plan.spec.bsn / 16);
       threads = warps * 32;
       wn = plan.spec.bsn / warps;
     }
@@ -107,6 +107,12 @@ struct Gen {
   // One register of lhs chunk `li` for V-row r at k-offset k0: SpMM reads the stride's
   // row-major SR-BCRS values, SDDMM the dense A row (K contiguous, pitch ldk).
   std::string lhs_reg(int li, const std::string &r, const std::string &k0) const {
+    if (fast()) {  // the stride's values in ring slot `slot` of shared memory
+      const Chunk &c = p.lhs[li];
+      const std::string at = "&sa" + S(li) + "[slot][((" + r + ") * KS + " + k0 + ")" + (c.storage_bits == 4 ? " / 2]" : "]");
+      if (c.storage_bits == 8) return "*(const u32 *)" + at;
+      return "mc_widen4to8(*(const u16 *)" + at + ", " + (c.is_signed ? "true" : "false") + ")";
+    }
     std::string idx = sddmm() ? "(long long)(blk * V + " + r + ") * ldk + kb + " + k0
                               : "s * V + (" + r + ") * KS + " + k0;
     return load_reg("a" + S(li), p.lhs[li], idx);
@@ -292,12 +298,33 @@ struct Gen {
             << e.mask << ");  // " << e.str() << "\n";
         }
       }
+      if (fast() && !is_float(p.spec.out)) {
+        // Registers i and i + 2 hold one row's two adjacent columns: one 8- or 16-byte store.
+        const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
+        b << "    #pragma unroll\n    for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)\n";
+        b << "      const int vidx = tig * 2 + i, row = blk * V + vidx;\n";
+        if (nib())
+          b << "      const int col = n_base + nw + " << 32 * (t / 2) + 2 * (t % 2) << " + 4 * gid;\n";
+        else
+          b << "      const int col = n_base + nw + " << 16 * t << " + 2 * gid;\n";
+        b << "      if (vidx < V && row < M) {\n";
+        b << "        " << E << " *o = c + (long long)row * N + col;\n";
+        b << "        if (col + 1 < N && ((unsigned long long)o & (sizeof(" << T2 << ") - 1)) == 0) {\n";
+        b << "          *(" << T2 << " *)o = make_" << T2 << "((" << E << ")tot[i], (" << E << ")tot[i + 2]);\n";
+        b << "        } else {\n";
+        b << "          if (col < N) o[0] = (" << E << ")tot[i];\n";
+        b << "          if (col + 1 < N) o[1] = (" << E << ")tot[i + 2];\n";
+        b << "        }\n      }\n    }\n  }\n";
+        continue;
+      }
       b << "    #pragma unroll\n    for (int i = 0; i < " << nc << "; ++i) {\n";
       if (sh.m == 16)
         b << "      const int crow = gid + 8 * (i >> 1), ccol = tig * 2 + (i & 1);\n";
       else
         b << "      const int crow = gid, ccol = tig * 2 + i;\n";
-      if (fast())  // mma row m holds the warp's column 2 * (m % 8) + m / 8 (ldmatrix.trans order)
+      if (nib())  // tile pair q: mma row m holds the warp's column 32q + 4 * (m % 8) + 2 * (t % 2) + m / 8
+        b << "      const int vidx = ccol, col = n_base + nw + " << 32 * (t / 2) + 2 * (t % 2) << " + 4 * gid + (i >> 1);\n";
+      else if (fast())  // mma row m holds the warp's column 2 * (m % 8) + m / 8 (ldmatrix.trans order)
         b << "      const int vidx = ccol, col = n_base + nw + " << 16 * t << " + 2 * gid + (i >> 1);\n";
       else if (dense_on_m())
         b << "      const int vidx = ccol, col = n_base + nw + crow;\n";
@@ -320,68 +347,150 @@ struct Gen {
   }
 
   // ---- SpMM fast path: int8 m16n8k32, dense dimension on M --------------------------------
-  // B rows go global -> shared memory through a STAGES-deep cp.async ring (4-bit planes are
-  // widened to bytes on the way); ldmatrix.x4.trans.b16 + two prmt per register pair turn
-  // them into k-contiguous A fragments (the plan's 16-slot shuffle matches that k order).
+  // Everything a stride needs goes global -> shared memory through one STAGES-deep cp.async
+  // ring, so the loop never waits on a load it has just issued:
+  //   - the stride's column indices, 2 * (STAGES - 1) strides ahead of their use;
+  //   - the gathered B rows (8-bit, or 4-bit kept packed) and A's stride, STAGES - 1 ahead.
+  // ldmatrix.x4.trans.b16 turns the B rows into k-contiguous A fragments: two prmt per
+  // register pair for bytes, mask/shift + prmt per dense column for packed nibbles. The
+  // plan's 16-slot column shuffle matches that k order.
   bool fast() const {
     return !sddmm() && dense_on_m() && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32};
   }
-  // Ring depth: 3 strides in flight with the prefetch pipeline on, 1 (gather, then
-  // compute) with it off.
+  // Every rhs plane is 4-bit: B stays packed in shared memory and is widened after ldmatrix.
+  bool nib() const {
+    if (!fast()) return false;
+    for (const Chunk &c : p.rhs)
+      if (c.storage_bits != 4) return false;
+    return true;
+  }
+  int a_stride_bytes(const Chunk &c) const { return p.spec.v * p.shape.k * c.storage_bits / 8; }
+  int ring_bytes(int s) const {
+    int bytes = 0;
+    for (const Chunk &c : p.rhs) bytes += s * p.shape.k * (row_bytes(c) + 16);
+    for (const Chunk &c : p.lhs) bytes += s * a_stride_bytes(c);
+    return bytes + idx_ring(s) * p.shape.k * 4;
+  }
+  // Index ring: the prologue loads 2 * (STAGES - 1) strides of indices at once.
+  static int idx_ring(int s) { return s == 1 ? 1 : s == 2 ? 2 : s == 3 ? 4 : 8; }
+  // Ring depth: 1 (gather, wait, compute) with the prefetch pipeline off; else the deepest
+  // of 4, 3, 2 whose ring fits the 48 KiB of static shared memory.
   int stages() const {
     if (!p.spec.prefetch) return 1;
-    // 3 deep where the ring fits the 48 KiB of static shared memory, else 2.
-    const int bytes = int(p.rhs.size()) * 3 * p.shape.k * (p.spec.bsn + 16);
-    return bytes <= 48 * 1024 ? 3 : 2;
+    for (int s : {4, 3})
+      if ((p.spec.stages == 0 || s <= p.spec.stages) && ring_bytes(s) <= 48 * 1024) return s;
+    return 2;
   }
 
-  void fast_gather(const std::string &st) {
+  // cp.async of one 16-byte piece.
+  static std::string cp16(const std::string &dst, const std::string &src) {
+    return cp16s("(unsigned)__cvta_generic_to_shared(" + dst + ")", src);
+  }
+  // The same with the destination as a shared-window address.
+  static std::string cp16s(const std::string &dst, const std::string &src) {
+    return "asm volatile(\"cp.async.ca.shared.global [%0], [%1], 16;\\n\" :: \"r\"(" + dst + "), \"l\"(" + src + "));\n";
+  }
+
+  // Per-thread constants of the copies, computed once: which B rows and 16-byte pieces this
+  // thread copies (the same every stride), its source pointers and shared-memory offsets.
+  void fast_copy_setup() {
+    b << "  // ---- this thread's share of every stride's copies (the same pieces each stride) ----\n";
+    b << "  const int *isrc = col_idx + begin + threadIdx.x * 4;  // indices: threads 0..KS/4-1, 16 bytes each\n";
+    b << "  const unsigned idst = (unsigned)__cvta_generic_to_shared(&sidx[0][(threadIdx.x % (KS / 4)) * 4]);\n";
     for (size_t j = 0; j < p.rhs.size(); ++j) {
       const Chunk &c = p.rhs[j];
-      const std::string J = S(j);
-      const int src_bytes = p.spec.bsn * c.storage_bits / 8, pieces = src_bytes / 16, total = p.shape.k * pieces;
-      const int iters = (total + threads - 1) / threads;
-      b << "    #pragma unroll\n    for (int gi = 0; gi < " << iters << "; ++gi) {  // plane " << J << ": " << p.shape.k
-        << " rows x " << pieces << " x 16 bytes" << (c.storage_bits == 4 ? " (4-bit, widened to bytes)" : "") << "\n";
-      b << "      const int i = threadIdx.x + gi * THREADS;\n";
-      b << "      if (" << (total % threads ? "i < " + S(total) : std::string("true")) << ") {\n";
-      b << "        const int kk = i / " << pieces << ", piece = i % " << pieces << ";\n";
-      b << "        const int col = cn" << J << "_" << "[gi];  // loaded one stride ahead\n";
-      b << "        unsigned char *dst = &sb" << J << "[(" << st << ") % STAGES][kk][0];\n";
-      if (c.storage_bits == 8) {
-        b << "        const unsigned char *src = b" << J << " + (long long)col * ldb + n_base + piece * 16;\n";
-        b << "        asm volatile(\"cp.async.ca.shared.global [%0], [%1], 16;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(dst + piece * 16)), \"l\"(src));\n";
-      } else {
-        b << "        const uint4 x = __ldg((const uint4 *)(b" << J << " + ((long long)col * ldb + n_base) / 2) + piece);\n";
-        std::string sg = c.is_signed ? "true" : "false";
-        b << "        uint4 lo, hi;\n";
-        b << "        lo.x = mc_widen4to8(x.x & 0xffff, " << sg << "); lo.y = mc_widen4to8(x.x >> 16, " << sg << ");\n";
-        b << "        lo.z = mc_widen4to8(x.y & 0xffff, " << sg << "); lo.w = mc_widen4to8(x.y >> 16, " << sg << ");\n";
-        b << "        hi.x = mc_widen4to8(x.z & 0xffff, " << sg << "); hi.y = mc_widen4to8(x.z >> 16, " << sg << ");\n";
-        b << "        hi.z = mc_widen4to8(x.w & 0xffff, " << sg << "); hi.w = mc_widen4to8(x.w >> 16, " << sg << ");\n";
-        b << "        *(uint4 *)(dst + piece * 32) = lo;\n        *(uint4 *)(dst + piece * 32 + 16) = hi;\n";
-      }
-      b << "      }\n    }\n";
+      const int pieces = row_bytes(c) / 16;
+      b << "  const unsigned char *bsrc" << j << " = b" << j << " + n_base * " << c.storage_bits << " / 8 + (threadIdx.x % "
+        << pieces << ") * 16;  // + row * ldb\n";
+      b << "  const int bkk" << j << " = threadIdx.x / " << pieces << ";  // first row of this thread (+ THREADS / "
+        << pieces << " per copy)\n";
+      b << "  const unsigned bdst" << j << " = (unsigned)__cvta_generic_to_shared(&sb" << j << "[0][bkk" << j
+        << "][(threadIdx.x % " << pieces << ") * 16]);\n";
+    }
+    b << "  const unsigned ldbb = (unsigned)ldb * " << p.rhs[0].storage_bits << " / 8;  // B row pitch in bytes\n";
+    for (size_t i = 0; i < p.lhs.size(); ++i) {
+      const int pieces = a_stride_bytes(p.lhs[i]) / 16;
+      b << "  const unsigned char *asrc" << i << " = a" << i << " + (long long)begin * V * " << p.lhs[i].storage_bits
+        << " / 8 + threadIdx.x * 16;\n";
+      b << "  const unsigned adst" << i << " = (unsigned)__cvta_generic_to_shared(&sa" << i << "[0][(threadIdx.x % " << pieces
+        << ") * 16]);\n";
     }
   }
 
-  // ldmatrix.trans + prmt fragments of every rhs plane from ring slot `slot`, then the mmas.
+  // The column indices of stride `st` into the index ring (KS ints: KS / 4 pieces).
+  void fast_issue_idx(const std::string &st, const std::string &indent) {
+    b << indent << "if (threadIdx.x < KS / 4) "
+      << cp16s("idst + ((" + st + ") % IR) * (KS * 4)", "isrc + (" + st + ") * KS");
+  }
+
+  // Stride `st`'s B rows (named by its indices, already in the index ring) and A values
+  // into ring slot st % STAGES.
+  void fast_issue_stride(const std::string &st, const std::string &indent) {
+    const std::string in = indent + "  ";
+    b << indent << "{\n" << in << "const int slot_w = (" << st << ") % STAGES;\n";
+    b << in << "const int *ids = sidx[(" << st << ") % IR];\n";
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      const Chunk &c = p.rhs[j];
+      const std::string J = S(j);
+      const int pitch_ = row_bytes(c) + 16, pieces = row_bytes(c) / 16, total = p.shape.k * pieces;
+      const int rows_per = threads / pieces;  // rows one pass of the block covers
+      b << in << "#pragma unroll\n" << in << "for (int gi = 0; gi < " << (total + threads - 1) / threads << "; ++gi) {  // B plane "
+        << J << ": " << p.shape.k << " rows x " << pieces << " x 16 bytes (" << c.storage_bits << "-bit)\n";
+      if (total % threads) b << in << "  if (bkk" << J << " + gi * " << rows_per << " >= KS) break;\n";
+      b << in << "  const unsigned col = (unsigned)max(ids[bkk" << J << " + gi * " << rows_per
+        << "], 0);  // pads (-1) read row 0, times A's zeros\n";
+      b << in << "  " << cp16s("bdst" + J + " + slot_w * " + S(p.shape.k * pitch_) + " + gi * " + S(rows_per * pitch_),
+                              "bsrc" + J + " + (unsigned long long)col * ldbb");
+      b << in << "}\n";
+    }
+    for (size_t i = 0; i < p.lhs.size(); ++i) {
+      const int bytes = a_stride_bytes(p.lhs[i]), pieces = bytes / 16;
+      const std::string I = S(i);
+      b << in << "if (threadIdx.x < " << pieces << ")  // A plane " << I << ": " << pieces << " x 16 bytes\n";
+      b << in << "  " << cp16s("adst" + I + " + slot_w * " + S(bytes), "asrc" + I + " + (" + st + ") * " + S(bytes));
+    }
+    b << indent << "}\n";
+  }
+
+  // Fragments of every rhs plane from ring slot `slot`, then the mmas.
   void fast_frags_and_mmas() {
-    for (int t = 0; t < tiles; ++t)
+    if (nib()) {
       for (size_t j = 0; j < p.rhs.size(); ++j) {
-        const std::string R = "rf" + S(j) + "_t" + S(t);
-        b << "    u32 " << R << "[4];  // rhs chunk " << j << ": columns nw + " << 16 * t
-          << " + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)\n";
-        b << "    {\n      u32 r0, r1, r2, r3;\n";
-        b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
-          << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
-          << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw + " << 16 * t
-          << "])));\n";
-        b << "      " << R << "[0] = __byte_perm(r0, r1, 0x6420);\n";
-        b << "      " << R << "[1] = __byte_perm(r0, r1, 0x7531);\n";
-        b << "      " << R << "[2] = __byte_perm(r2, r3, 0x6420);\n";
-        b << "      " << R << "[3] = __byte_perm(r2, r3, 0x7531);\n    }\n";
+        const std::string sg = p.rhs[j].is_signed ? "true" : "false";
+        for (int q = 0; q < tiles / 2; ++q) {
+          b << "    u32 rf" << j << "_t" << 2 * q << "[4], rf" << j << "_t" << 2 * q + 1 << "[4];  // rhs chunk " << j
+            << ": columns nw + " << 32 * q << " + 4*gid + {0,1} and {2,3}\n";
+          b << "    {\n      u32 r0, r1, r2, r3;  // packed nibbles: 4 columns x 2 k rows each\n";
+          b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+            << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
+            << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw / 2 + " << 16 * q
+            << "])));\n";
+          for (int c = 0; c < 4; ++c) {
+            const std::string R = "rf" + S(j) + "_t" + S(2 * q + c / 2) + "[" + S(c % 2);
+            b << "      " << R << "] = mc_nib_col(r0, r1, " << c << ", " << sg << ");\n";
+            b << "      rf" << j << "_t" << 2 * q + c / 2 << "[" << c % 2 + 2 << "] = mc_nib_col(r2, r3, " << c << ", " << sg
+              << ");\n";
+          }
+          b << "    }\n";
+        }
       }
+    } else {
+      for (int t = 0; t < tiles; ++t)
+        for (size_t j = 0; j < p.rhs.size(); ++j) {
+          const std::string R = "rf" + S(j) + "_t" + S(t);
+          b << "    u32 " << R << "[4];  // rhs chunk " << j << ": columns nw + " << 16 * t
+            << " + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)\n";
+          b << "    {\n      u32 r0, r1, r2, r3;\n";
+          b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+            << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
+            << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw + " << 16 * t
+            << "])));\n";
+          b << "      " << R << "[0] = __byte_perm(r0, r1, 0x6420);\n";
+          b << "      " << R << "[1] = __byte_perm(r0, r1, 0x7531);\n";
+          b << "      " << R << "[2] = __byte_perm(r2, r3, 0x6420);\n";
+          b << "      " << R << "[3] = __byte_perm(r2, r3, 0x7531);\n    }\n";
+        }
+    }
     for (const Term &term : p.terms) {
       if (term.slot != 0) continue;
       bool a_s = p.rhs[term.rhs_chunk].is_signed, b_s = p.groups[term.group].is_signed;
@@ -391,79 +500,65 @@ struct Gen {
     }
   }
 
-  int gather_iters(const Chunk &c) const {
-    int total = p.shape.k * (p.spec.bsn * c.storage_bits / 8 / 16);
-    return (total + threads - 1) / threads;
-  }
-
-  // Column indices this thread gathers for stride `st` into registers cn<j>_[gi] (pads and
-  // strides past the row-block read row 0), so the gather never waits on them.
-  void fast_load_cols(const std::string &st, const std::string &indent) {
-    for (size_t j = 0; j < p.rhs.size(); ++j) {
-      const int pieces = p.spec.bsn * p.rhs[j].storage_bits / 8 / 16, total = p.shape.k * pieces;
-      b << indent << "#pragma unroll\n" << indent << "for (int gi = 0; gi < " << gather_iters(p.rhs[j]) << "; ++gi) {\n";
-      b << indent << "  const int i = threadIdx.x + gi * THREADS;\n";
-      b << indent << "  cn" << j << "_[gi] = (" << st << ") < nstrides && i < " << total << " ? max(col_idx[begin + (" << st
-        << ") * KS + i / " << pieces << "], 0) : 0;\n";
-      b << indent << "}\n";
-    }
+  // A's fragments (from ring slot `slot`), the rhs fragments and the mmas of one stride.
+  void fast_compute() {
+    const int nb = b_regs(p.shape, 8);
+    for (size_t g = 0; g < p.groups.size(); ++g) b << "    u32 lf" << g << "[" << nb << "];\n";
+    lhs_frags("lf", false);
+    fast_frags_and_mmas();
   }
 
   std::string fast_body() {
-    const int nc = c_regs(p.shape), nb = b_regs(p.shape, 8);
-    b << "  constexpr int STAGES = " << stages() << ";  // cp.async ring depth\n";
-    b << "  // ---- shared memory: a ring of gathered B strides, bytes, rows padded by 16 (conflict-free ldmatrix) ----\n";
+    const int S_ = stages();
+    const int nc = c_regs(p.shape);
+    b << "  constexpr int STAGES = " << S_ << ";  // cp.async ring depth\n";
+    b << "  constexpr int IR = " << idx_ring(S_) << ";      // index ring depth\n";
+    b << "  // ---- shared memory: the ring of gathered B rows (rows padded by 16 bytes: conflict-free\n"
+      << "  //      ldmatrix), A's strides and the column indices ----\n";
     for (size_t j = 0; j < p.rhs.size(); ++j)
-      b << "  __shared__ __align__(16) unsigned char sb" << j << "[STAGES][KS][" << p.spec.bsn + 16 << "];  // "
-        << p.rhs[j].str() << "\n";
+      b << "  __shared__ __align__(16) unsigned char sb" << j << "[STAGES][KS][" << row_bytes(p.rhs[j]) + 16 << "];  // "
+        << p.rhs[j].str() << ", " << p.rhs[j].storage_bits << "-bit\n";
+    for (size_t i = 0; i < p.lhs.size(); ++i)
+      b << "  __shared__ __align__(16) unsigned char sa" << i << "[STAGES][" << a_stride_bytes(p.lhs[i]) << "];  // "
+        << p.lhs[i].str() << ", " << p.lhs[i].storage_bits << "-bit, V x KS row-major\n";
+    b << "  __shared__ __align__(16) int sidx[IR][KS];\n";
     for (size_t g = 0; g < p.groups.size(); ++g)
       for (size_t j = 0; j < p.rhs.size(); ++j)
         for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
     b << "  const int nstrides = (end - begin) / KS;\n";
-    for (size_t j = 0; j < p.rhs.size(); ++j)
-      b << "  int cn" << j << "_[" << gather_iters(p.rhs[j]) << "];  // column indices of the next gather\n";
-    if (stages() == 1) {
-      for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << nb << "];\n";
-      b << "  for (int it = 0; it < nstrides; ++it) {  // no prefetch: gather, wait, compute\n";
-      b << "    const int s = begin + it * KS;\n    {\n      const int st = it;\n";
-      fast_load_cols("st", "      ");
-      fast_gather("st");
-      b << "    }\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
-      lhs_frags("lf", false);
+    fast_copy_setup();
+    if (S_ == 1) {
+      b << "  for (int it = 0; it < nstrides; ++it) {  // no prefetch: indices, gather, compute\n";
+      fast_issue_idx("it", "    ");
+      b << "    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
+      b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    __syncthreads();\n";
+      fast_issue_stride("it", "    ");
+      b << "    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
       b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    __syncthreads();\n    const int slot = 0;\n";
-      fast_frags_and_mmas();
+      fast_compute();
       b << "    __syncthreads();\n  }\n";
       epilogue();
       return b.str();
     }
-    b << "  // ---- prologue: strides 0 .. STAGES-2 in flight, A's first stride in registers ----\n";
-    fast_load_cols("0", "  ");
-    b << "  #pragma unroll\n  for (int st = 0; st < STAGES - 1; ++st) {\n    if (st < nstrides) {\n";
-    fast_gather("st");
-    b << "    }\n    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
-    fast_load_cols("st + 1", "    ");
-    b << "  }\n";
-    for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << nb << "] = {};\n";
-    b << "  if (nstrides > 0) {\n    const int s = begin;\n";
-    lhs_frags("lf", false, "    ");
-    b << "  }\n";
+    b << "  // ---- prologue: indices of strides 0 .. 2*(STAGES-1)-1, then strides 0 .. STAGES-2 ----\n";
+    b << "  for (int i = threadIdx.x; i < min(nstrides, 2 * (STAGES - 1)) * (KS / 4); i += THREADS)\n";
+    b << "    " << cp16("&sidx[i / (KS / 4)][(i % (KS / 4)) * 4]", "col_idx + begin + i * 4");
+    b << "  asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
+    b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n  __syncthreads();\n";
+    b << "  #pragma unroll\n  for (int st = 0; st < STAGES - 1; ++st) {\n    if (st < nstrides)\n";
+    fast_issue_stride("st", "    ");
+    b << "    asm volatile(\"cp.async.commit_group;\\n\" ::);\n  }\n";
     b << "  for (int it = 0; it < nstrides; ++it) {\n";
-    b << "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(STAGES - 2));  // stride it has landed\n";
+    b << "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(STAGES - 2));  // stride it and its +STAGES-1 indices landed\n";
     b << "    __syncthreads();\n";
     b << "    {  // keep the ring full: stride it + STAGES - 1 into the slot freed by stride it - 1\n";
-    b << "      const int st = it + STAGES - 1;\n      if (st < nstrides) {\n";
-    fast_gather("st");
-    b << "      }\n      asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
-    fast_load_cols("st + 1", "      ");
-    b << "    }\n";
-    for (size_t g = 0; g < p.groups.size(); ++g) b << "    u32 ln" << g << "[" << nb << "] = {};\n";
-    b << "    if (it + 1 < nstrides) {  // A's next stride, one step ahead\n      const int s = begin + (it + 1) * KS;\n";
-    lhs_frags("ln", false, "      ");
-    b << "    }\n";
+    b << "      const int st = it + STAGES - 1;\n      if (st < nstrides)\n";
+    fast_issue_stride("st", "      ");
+    b << "      const int sx = it + 2 * (STAGES - 1);\n      if (sx < nstrides) {\n";
+    fast_issue_idx("sx", "        ");
+    b << "      }\n      asm volatile(\"cp.async.commit_group;\\n\" ::);\n    }\n";
     b << "    const int slot = it % STAGES;\n";
-    fast_frags_and_mmas();
-    for (size_t g = 0; g < p.groups.size(); ++g)
-      b << "    #pragma unroll\n    for (int i = 0; i < " << nb << "; ++i) lf" << g << "[i] = ln" << g << "[i];\n";
+    fast_compute();
     b << "  }\n";
     b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n";
     epilogue();

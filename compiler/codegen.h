@@ -9,7 +9,7 @@
 namespace magicube {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr const char *kGeneratorVersion = "magicube-codegen-3";
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-5";
 
 struct KernelSource {
   std::string name;    // the kernel's extern "C" name, e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
@@ -32,7 +32,7 @@ struct KernelSource {
 // SpMM's B planes are stored K x ldb with ldb = N rounded up to this many elements (zero
 // padded), so every gathered row segment is whole 16-byte pieces and needs no bounds
 // checks. SDDMM's A and B planes are K-contiguous with pitch ldk = K rounded up likewise.
-inline constexpr int kLdbAlign = 128;
+inline constexpr int kLdbAlign = 256;  // the widest BSn: no tile reads past a row
 
 llvm::Expected<KernelSource> generate(const Plan &plan);
 

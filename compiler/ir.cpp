@@ -86,6 +86,12 @@ llvm::Error validate(const OpSpec &s) {
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
   if (s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
     return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128, 256)");
+  if (s.stages != 0 && s.stages != 2 && s.stages != 3 && s.stages != 4)
+    return err("stages: " + llvm::Twine(s.stages) + " ring stages are not allowed (allowed: 0 = automatic, 2, 3, 4)");
+  if (s.stages != 0 && !s.prefetch)
+    return err("stages: a ring depth of " + llvm::Twine(s.stages) + " needs the prefetch pipeline (nopf has no ring; allowed: 0)");
+  if (s.stages != 0 && s.op == OpKind::SDDMM)
+    return err("stages: SDDMM prefetches in registers and has no ring (allowed: 0)");
   if (!is_float(s.out) && s.scale != Scale::None)
     return err("scale: a " + llvm::Twine(scale_name(s.scale)) + " scale needs a float output (out is " + out_name(s.out) +
                "; allowed: f32, f16, bf16)");
@@ -101,7 +107,7 @@ llvm::Error validate(const OpSpec &s) {
 
 std::string to_string(const OpSpec &s) {
   return std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v) +
-         ".n" + std::to_string(s.bsn) + "." + (s.prefetch ? "pf" : "nopf") + "." + out_name(s.out) +
+         ".n" + std::to_string(s.bsn) + "." + (s.prefetch ? "pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string("nopf")) + "." + out_name(s.out) +
          (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
          (s.bias == Bias::Row ? "+rowbias" : s.bias == Bias::Col ? "+colbias" : "") + "." + arch_name(s.arch);
 }
@@ -130,8 +136,14 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   s.v = int(n);
   if (!f[3].consume_front("n") || f[3].getAsInteger(10, n)) return err("bsn: '" + f[3] + "' must be n<BSn>, e.g. n64");
   s.bsn = int(n);
-  if (f[4] != "pf" && f[4] != "nopf") return err("prefetch: '" + f[4] + "' must be pf or nopf");
-  s.prefetch = f[4] == "pf";
+  if (f[4] == "nopf") {
+    s.prefetch = false;
+  } else if (f[4] == "pf" || f[4] == "pf2" || f[4] == "pf3" || f[4] == "pf4") {
+    s.prefetch = true;
+    s.stages = f[4].size() == 3 ? f[4][2] - '0' : 0;
+  } else {
+    return err("prefetch: '" + f[4] + "' must be pf, pf2, pf3, pf4 (ring depth) or nopf");
+  }
   llvm::SmallVector<llvm::StringRef, 4> outf;
   f[5].split(outf, '+');
   auto out = parse_out(outf[0]);
@@ -153,7 +165,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 
 llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
-                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
                             {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}};
 }
@@ -193,6 +205,7 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   s.prefetch = *pf;
   s.out = *ot;
   s.arch = *cc;
+  if (auto st = o->getInteger("stages")) s.stages = int(*st);
   if (auto sc = o->getString("scale")) {
     auto v = parse_scale(*sc);
     if (!v) return v.takeError();

@@ -1,8 +1,9 @@
 // The IR: one value type, OpSpec, that describes one quantized sparse op.
 //
 // Text form (canonical; parse(print(x)) == x):
-//   <op>.<lhs>x<rhs>.v<V>.n<BSn>.<pf|nopf>.<out>[+t|+rc][+rowbias|+colbias].<arch>
-//   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
+//   <op>.<lhs>x<rhs>.v<V>.n<BSn>.<pf|pf2|pf3|pf4|nopf>.<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, spmm.s8xs8.v8.n128.pf3.i32.sm_90,
+//        sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,8 @@ struct OpSpec {
   int arch = 90;           // compute capability: 80, 86, 89 or 90
   Scale scale = Scale::None;  // float outputs only
   Bias bias = Bias::None;     // float SpMM outputs only
+  int stages = 0;             // SpMM's cp.async ring depth with prefetch on: 2, 3 or 4; 0 = the
+                              // deepest that fits 48 KiB of shared memory (text: pf2, pf3, pf4)
 
   friend bool operator==(const OpSpec &, const OpSpec &) = default;
 };

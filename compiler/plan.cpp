@@ -28,7 +28,8 @@ bool Plan::unpack_rhs() const {
 std::string Plan::kernel_name() const {
   std::string lr = spec.lhs.str() + spec.rhs.str();
   std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_n" +
-                     std::to_string(spec.bsn) + (spec.prefetch ? "_pf" : "_nopf");
+                     std::to_string(spec.bsn) + (spec.prefetch ? "_pf" : "_nopf") +
+                     (spec.stages ? std::to_string(spec.stages) : std::string());
   if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
   name += "_sm" + std::to_string(spec.arch);
   // The default variant (int8, m16n8k32, dense dimension on M) carries no suffix.

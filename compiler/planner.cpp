@@ -151,7 +151,10 @@ std::vector<Chunk> split_chunks(const ElemType &t, int w) {
     c.lo_bit = i * w;
     c.bits = std::min(w, t.bits - i * w);
     c.is_signed = t.is_signed && i == n - 1;
-    c.storage_bits = c.bits <= 4 ? 4 : 8;
+    // 4-bit storage for native int4, and for a whole <= 4-bit type on int8 mma; a 4-bit top
+    // chunk of a wider type (e.g. 12 bits) is stored as bytes, so that every plane of one
+    // operand shares one layout (and one fragment order).
+    c.storage_bits = c.bits <= 4 && (w == 4 || n == 1) ? 4 : 8;
     out.push_back(c);
   }
   return out;

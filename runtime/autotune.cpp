@@ -86,9 +86,16 @@ const std::vector<KnobInfo> &knob_table() {
   static const std::vector<KnobInfo> table = {
       {"bsn", &Knobs::bsn, {32, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
        [](const OpSpec &s) { return s.bsn; }, [](int v) { return "--bsn=" + std::to_string(v); }},
-      {"prefetch", &Knobs::prefetch, {1, 0}, [](OpSpec &s, int v) { s.prefetch = v != 0; },
-       [](const OpSpec &s) { return int(s.prefetch); },
-       [](int v) { return v ? std::string() : std::string("--no-prefetch"); }},
+      // 0: off; 1: on, automatic ring depth; 2..4: SpMM's cp.async ring depth (SDDMM: on)
+      {"prefetch", &Knobs::prefetch, {4, 3, 0},
+       [](OpSpec &s, int v) {
+         s.prefetch = v != 0;
+         s.stages = v >= 2 && s.op == OpKind::SpMM ? v : 0;
+       },
+       [](const OpSpec &s) { return s.prefetch ? (s.stages ? s.stages : 1) : 0; },
+       [](int v) {
+         return v == 0 ? std::string("--no-prefetch") : v == 1 ? std::string() : "--stages=" + std::to_string(v);
+       }},
   };
   return table;
 }
@@ -176,9 +183,12 @@ llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const Tune
     for (size_t i = 0; i < table.size(); ++i) k.*table[i].field = values[i][at[i]];
     OpSpec spec = with_knobs(base, k);
     if (auto e = validate(spec)) return e;
+    k = knobs_of(spec);  // as the spec holds them (SDDMM: prefetch 1 for any depth)
     auto plans = plan_candidates(spec);
     if (!plans) return plans.takeError();
-    for (size_t p = 0; p < plans->size(); ++p) {
+    // Knob values that give an op the same spec (SDDMM has no ring depth) are tried once.
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Enumerated &x) { return x.candidate.spec == spec; });
+    for (size_t p = 0; !seen && p < plans->size(); ++p) {
       Enumerated e{{spec, k, int(p), plan_id((*plans)[p])}, std::move((*plans)[p])};
       out.push_back(std::move(e));
     }

@@ -39,7 +39,7 @@ namespace magicube {
 // knob_table(); enumeration, keys, JSON records, printing and run flags follow the table.
 struct Knobs {
   int bsn = 64;      // OpSpec::bsn: dense tile width of one thread block
-  int prefetch = 1;  // OpSpec::prefetch (0 or 1)
+  int prefetch = 1;  // OpSpec::prefetch and ::stages: 0 off, 1 on (automatic depth), 2..4 ring depth
   friend bool operator==(const Knobs &, const Knobs &) = default;
 };
 

@@ -19,13 +19,18 @@ __device__ __forceinline__ int mc_elem4(const unsigned char *p, int i, bool sgn)
 
 // Four 4-bit elements (16 bits, element 0 lowest) widened to four bytes.
 __device__ __forceinline__ u32 mc_widen4to8(u32 x, bool sgn) {
-  u32 r = 0;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    int v = (x >> (4 * e)) & 15;
-    if (sgn) v = (v ^ 8) - 8;
-    r |= (u32)(v & 255) << (8 * e);
-  }
+  u32 r = (x & 0xfu) | ((x & 0xf0u) << 4) | ((x & 0xf00u) << 8) | ((x & 0xf000u) << 12);
+  if (sgn) r |= (r & 0x08080808u) * 0x1eu;  // sign bit 3 of each byte -> bits 4..7
+  return r;
+}
+
+// One dense column's k-register from two ldmatrix.trans.b16 results over packed 4-bit B
+// rows: x holds k rows {2t, 2t+1} and y rows {8+2t, 9+2t}, 4 columns (nibbles) per row.
+// Column c's bytes come out in k order {2t, 2t+1, 8+2t, 9+2t}, widened to bytes.
+__device__ __forceinline__ u32 mc_nib_col(u32 x, u32 y, int c, bool sgn) {
+  const u32 lo = (x >> (4 * c)) & 0x000f000fu, hi = (y >> (4 * c)) & 0x000f000fu;
+  u32 r = __byte_perm(lo, hi, 0x6420);
+  if (sgn) r |= (r & 0x08080808u) * 0x1eu;
   return r;
 }
 

@@ -27,14 +27,34 @@ TEST(Codegen, NamesAndCommentsTheKernel) {
   auto ks = generate(*p);
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
   EXPECT_EQ(ks->name, "magicube_spmm_s8u4_v8_n64_pf_sm90");
-  EXPECT_NE(ks->source.find("extern \"C\" __global__ void __launch_bounds__(128)\nmagicube_spmm_s8u4_v8_n64_pf_sm90("),
+  EXPECT_NE(ks->source.find("extern \"C\" __global__ void __launch_bounds__(64)\nmagicube_spmm_s8u4_v8_n64_pf_sm90("),
             std::string::npos);
   EXPECT_NE(ks->source.find("// plan spmm.s8xu4.v8.n64.pf.i32.sm_90"), std::string::npos);
   EXPECT_NE(ks->source.find("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32"), std::string::npos);
-  EXPECT_NE(ks->source.find("mc_widen4to8(x.x"), std::string::npos);  // 4-bit B widened to bytes on its way to shared memory
+  // 4-bit B stays packed in shared memory (32-byte rows + 16 pad) and is widened after ldmatrix
+  EXPECT_NE(ks->source.find("unsigned char sb0[STAGES][KS][48]"), std::string::npos);
+  EXPECT_NE(ks->source.find("mc_nib_col(r0, r1, 3, false)"), std::string::npos);
   EXPECT_NE(ks->source.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos);
   EXPECT_NE(ks->source.find("cp.async"), std::string::npos);
   EXPECT_EQ(ks->source.find("{{"), std::string::npos) << "unfilled placeholder";
+}
+
+TEST(Codegen, RingDepthFollowsTheSpecAndSharedMemory) {
+  for (int st : {0, 2, 3, 4}) {
+    OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 128);
+    s.stages = st;
+    auto ks = generate(*plan(s));
+    ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+    const int want = st == 0 ? 4 : st;  // BSn=128: a 4-deep ring is 20 KiB
+    EXPECT_NE(ks->source.find("constexpr int STAGES = " + std::to_string(want) + ";"), std::string::npos) << st;
+    EXPECT_NE(ks->name.find(st ? "_pf" + std::to_string(st) + "_" : "_pf_"), std::string::npos) << ks->name;
+  }
+  // s16 x s16 at BSn=256: two B planes; 4 deep would be 74 KiB, so 2 (the deepest that fits 48 KiB)
+  OpSpec wide = spmm({16, true}, {16, true}, 8, 90, true, OutType::Int64, 256);
+  wide.stages = 4;
+  auto ks = generate(*plan(wide));
+  ASSERT_TRUE(bool(ks));
+  EXPECT_NE(ks->source.find("constexpr int STAGES = 2;"), std::string::npos);
 }
 
 // One compile per variant; each picks a different corner of the plan space.

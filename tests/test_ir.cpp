@@ -42,6 +42,21 @@ TEST(Ir, PrintsTheDocumentedForm) {
   EXPECT_EQ(to_string(s), "sddmm.u12xs16.v2.n128.nopf.bf16.sm_80");
 }
 
+TEST(Ir, RingDepthIsPartOfTheTextAndJson) {
+  for (int st : {0, 2, 3, 4}) {
+    OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 128, true, OutType::Int32, 90};
+    s.stages = st;
+    const std::string text = to_string(s);
+    EXPECT_EQ(text, "spmm.s8xs8.v8.n128.pf" + (st ? std::to_string(st) : std::string()) + ".i32.sm_90");
+    auto back = parse_opspec(text);
+    ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+    EXPECT_EQ(back->stages, st);
+    auto js = opspec_from_json(to_json(s));
+    ASSERT_TRUE(bool(js)) << llvm::toString(js.takeError());
+    EXPECT_EQ(*js, s);
+  }
+}
+
 TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   auto has = [](const std::string &msg, std::initializer_list<const char *> parts) {
     for (const char *p : parts)
@@ -58,6 +73,14 @@ TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.x8xs8.v8.n64.pf.i32.sm_90")), {"lhs", "x8"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8")), {"7 dot-separated fields"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.maybe.i32.sm_90")), {"prefetch", "maybe"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.pf5.i32.sm_90")), {"prefetch", "pf5", "pf2, pf3, pf4"}));
+  OpSpec deep{OpKind::SpMM, {8, true}, {8, true}, 8, 64, false, OutType::Int32, 90};
+  deep.stages = 3;
+  EXPECT_TRUE(has(llvm::toString(validate(deep)), {"stages", "3", "prefetch"}));
+  deep.prefetch = true, deep.stages = 5;
+  EXPECT_TRUE(has(llvm::toString(validate(deep)), {"stages", "5", "2, 3, 4"}));
+  deep.op = OpKind::SDDMM, deep.stages = 2;
+  EXPECT_TRUE(has(llvm::toString(validate(deep)), {"stages", "SDDMM"}));
   OpSpec bad;
   bad.v = 16;
   auto e = validate(bad);

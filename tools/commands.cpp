@@ -78,6 +78,7 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.v = f.v;
   s.bsn = f.bsn;
   s.prefetch = !f.no_prefetch;
+  s.stages = f.stages;
   s.out = *out;
   s.arch = *arch;
   s.scale = *scale;

@@ -22,6 +22,7 @@ struct OpFlags {
   std::string bias = "none";   // float SpMM outputs: none | row | col
   int v = 8, bsn = 64;
   bool no_prefetch = false;
+  int stages = 0;
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
   int candidate = 0;        // index into plan_candidates (0 = best)
 };

@@ -56,6 +56,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   TuneOptions opts;
   if (t.bsn_given) opts.knob_values["bsn"] = {f.bsn};
   if (t.no_prefetch_given) opts.knob_values["prefetch"] = {0};
+  else if (t.stages_given) opts.knob_values["prefetch"] = {f.stages == 0 ? 1 : f.stages};
   opts.warmup = r.warmup;
   opts.repeat = r.repeat;
   opts.seed = r.seed;

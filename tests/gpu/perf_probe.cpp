@@ -1,6 +1,6 @@
 // perf_probe: times SpMM kernels of the performance targets' shapes (M=K=4096, V=8,
 // uniformly random vectors) after checking one run bit-exact; a developer's probe between
-// `magicube bench` runs. Usage: perf_probe [candidate] [bsn] [pf 0|1]
+// `magicube bench` runs. Usage: perf_probe [candidate] [bsn] [pf 0|1] [stages 0|2|3|4]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +35,7 @@ static VectorSparse uniform(std::mt19937_64 &rng, int64_t m, int64_t k, int v, d
 
 int main(int argc, char **argv) {
   int cand = argc > 1 ? atoi(argv[1]) : 0, bsn = argc > 2 ? atoi(argv[2]) : 128, pf = argc > 3 ? atoi(argv[3]) : 1;
+  const int stages = argc > 4 ? atoi(argv[4]) : 0;
   if (!no_gpu_reason().empty()) { printf("no GPU: %s\n", no_gpu_reason().c_str()); return 2; }
   auto ctx = Context::create(0);
   if (!ctx) { printf("%s\n", llvm::toString(ctx.takeError()).c_str()); return 1; }
@@ -52,7 +53,9 @@ int main(int argc, char **argv) {
         }
         VectorSparse a = uniform(rng, 4096, 4096, 8, s, l);
         OutType out = a.max_block_length() <= max_exact_k(l, r) ? OutType::Int32 : OutType::Int64;
-        auto ps = plan_candidates(OpSpec{OpKind::SpMM, l, r, 8, bsn, bool(pf), out, 90});
+        OpSpec spec{OpKind::SpMM, l, r, 8, bsn, bool(pf), out, 90};
+        spec.stages = stages;
+        auto ps = plan_candidates(spec);
         if (!ps) { printf("%s\n", llvm::toString(ps.takeError()).c_str()); return 1; }
         const Plan &p = (*ps)[std::min<size_t>(cand, ps->size() - 1)];
         std::vector<int64_t> b = magicube::testing::random_dense(rng, 4096 * n, r);
