@@ -447,7 +447,9 @@ class Suite {
   bool alive();
   void add(ResultRow r) { out_.rows.push_back(std::move(r)); }
 
-  llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction);
+  // rows / n (SpMM: A's rows and B's columns, 0 when unknown) size the untuned tile.
+  llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction, int64_t rows = 0,
+                                   int64_t n = 0);
   // Ours on one problem: the stored autotuning choice for it when there is one (after tuning
   // it first with --tune), else choose_plan's. `how` says which ("" or " [tuned: ...]").
   llvm::Expected<Plan> ours_plan(OpKind op, const Precision &p, const VectorSparse &a, int64_t n_or_k,
@@ -538,7 +540,8 @@ void Suite::guarded(ResultRow row, const std::function<void(ResultRow &)> &fn) {
   add(std::move(row));
 }
 
-llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction) {
+llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction, int64_t rows,
+                                        int64_t n) {
   OpSpec s;
   s.op = op;
   s.lhs = p.lhs;
@@ -546,9 +549,15 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
   s.v = v;
   s.arch = arch_;
   s.out = OutType::Int32;
-  // Untuned default tile: BSn=128 for SpMM, the fastest of 32/64/128/256 in our H100 probe
-  // (tests/gpu/perf_probe.cpp, 2026-11-22); a stored tuning choice overrides it.
-  if (op == OpKind::SpMM) s.bsn = 128;
+  // Untuned default tile for SpMM (a stored tuning choice overrides it): BSn=256 (4 warps x
+  // 64 columns, more mmas per stride) when that still gives every SM two thread blocks, else
+  // 128. In our H100 probe (tests/gpu/perf_probe.cpp, 2026-11-22, M=K=4096 V=8) 256 beat 128
+  // by 3-10 % on 8-bit B at N=256 and 512.
+  if (op == OpKind::SpMM) {
+    s.bsn = 128;
+    const int64_t blocks = rows > 0 ? (rows + v - 1) / v : 0, tiles = (n + 255) / 256;
+    if (blocks * tiles >= 2 * int64_t(std::max(1, ctx_.sm_count()))) s.bsn = 256;
+  }
   auto i32 = plan(s);
   if (i32) {
     if (auto e = check_reduction_length(*i32, reduction)) llvm::consumeError(std::move(e));
@@ -567,7 +576,7 @@ llvm::Expected<Plan> Suite::ours_plan(OpKind op, const Precision &p, const Vecto
                                       std::string &how) {
   how.clear();
   const int64_t reduction = op == OpKind::SpMM ? a.max_block_length() : n_or_k;
-  auto base = choose_plan(op, p, a.v, reduction);
+  auto base = op == OpKind::SpMM ? choose_plan(op, p, a.v, reduction, a.rows, n_or_k) : choose_plan(op, p, a.v, reduction);
   if (!base) return base;
   const MatrixSignature sig = op == OpKind::SpMM ? spmm_signature(a, n_or_k) : sddmm_signature(a, n_or_k);
   if (cfg_.tune) {

@@ -1,7 +1,6 @@
 #include "compiler/codegen.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -541,7 +540,6 @@ struct Gen {
       epilogue();
       return b.str();
     }
-    if (bulk()) return bulk_body();
     b << "  // ---- prologue: indices of strides 0 .. 2*(STAGES-1)-1, then strides 0 .. STAGES-2 ----\n";
     b << "  for (int i = threadIdx.x; i < min(nstrides, 2 * (STAGES - 1)) * (KS / 4); i += THREADS)\n";
     b << "    " << cp16("&sidx[i / (KS / 4)][(i % (KS / 4)) * 4]", "col_idx + begin + i * 4");
@@ -563,77 +561,6 @@ struct Gen {
     fast_compute();
     b << "  }\n";
     b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n";
-    epilogue();
-    return b.str();
-  }
-
-  // ---- sm_90: the ring filled by the copy engine (cp.async.bulk + mbarrier) ----------------
-  // Warp 0 issues, per stride, one bulk copy per gathered B row (lane = row) and one for A's
-  // stride, completing on the slot's mbarrier; indices arrive the same way, 2 * (STAGES - 1)
-  // strides ahead, on their own barriers. The load/store unit only runs ldmatrix and the mmas.
-  bool bulk() const {
-    if (!fast() || p.spec.arch < 90 || stages() < 2) return false;
-    const char *e = std::getenv("MAGICUBE_EXPERIMENT_BULK");
-    return e && e[0] == '1';
-  }
-
-  void bulk_issue_idx(const std::string &st, const std::string &indent) {
-    b << indent << "if (threadIdx.x == 0) {  // indices of stride " << st << "\n";
-    b << indent << "  const unsigned bar = mbar_idx + ((" << st << ") % IR) * 8;\n";
-    b << indent << "  mc_expect_tx(bar, KS * 4);\n";
-    b << indent << "  mc_bulk(sidx_sh + ((" << st << ") % IR) * (KS * 4), col_idx + begin + (" << st
-      << ") * KS, KS * 4, bar);\n";
-    b << indent << "}\n";
-  }
-
-  void bulk_issue_stride(const std::string &st, const std::string &indent) {
-    int bytes = 0;
-    for (const Chunk &c : p.rhs) bytes += p.shape.k * row_bytes(c);
-    for (const Chunk &c : p.lhs) bytes += a_stride_bytes(c);
-    const std::string in = indent + "  ";
-    b << indent << "if (warp == 0) {  // stride " << st << ": " << bytes << " bytes into slot " << st << " % STAGES\n";
-    b << in << "const int slot_w = (" << st << ") % STAGES;\n";
-    b << in << "const unsigned bar = mbar_ring + slot_w * 8;\n";
-    b << in << "mc_wait(mbar_idx + ((" << st << ") % IR) * 8, ((" << st << ") / IR) & 1);  // its indices\n";
-    b << in << "const unsigned col = (unsigned)max(sidx[(" << st << ") % IR][lane], 0);  // lane = row\n";
-    b << in << "if (lane == 0) mc_expect_tx(bar, " << bytes << ");\n";
-    for (size_t j = 0; j < p.rhs.size(); ++j) {
-      const Chunk &c = p.rhs[j];
-      b << in << "mc_bulk((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot_w][lane][0]), b" << j
-        << " + (unsigned long long)col * ldbb + n_base * " << c.storage_bits << " / 8, " << row_bytes(c) << ", bar);\n";
-    }
-    for (size_t i = 0; i < p.lhs.size(); ++i)
-      b << in << "if (lane == " << i << ") mc_bulk((unsigned)__cvta_generic_to_shared(&sa" << i << "[slot_w][0]), a" << i
-        << " + (long long)(begin + (" << st << ") * KS) * V * " << p.lhs[i].storage_bits << " / 8, "
-        << a_stride_bytes(p.lhs[i]) << ", bar);\n";
-    b << indent << "}\n";
-  }
-
-  std::string bulk_body() {
-    b << "  __shared__ __align__(8) unsigned long long mbar[STAGES + IR];  // ring slots, then index slots\n";
-    b << "  const unsigned mbar_ring = (unsigned)__cvta_generic_to_shared(&mbar[0]);\n";
-    b << "  const unsigned mbar_idx = mbar_ring + STAGES * 8;\n";
-    b << "  const unsigned sidx_sh = (unsigned)__cvta_generic_to_shared(&sidx[0][0]);\n";
-    b << "  if (threadIdx.x == 0) {\n";
-    b << "    for (int i = 0; i < STAGES + IR; ++i) mc_mbar_init(mbar_ring + i * 8);\n";
-    b << "    asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n  }\n";
-    b << "  __syncthreads();\n";
-    b << "  // ---- prologue: indices of strides 0 .. 2*(STAGES-1)-1, then strides 0 .. STAGES-2 ----\n";
-    b << "  for (int sx = 0; sx < min(nstrides, 2 * (STAGES - 1)); ++sx)\n";
-    bulk_issue_idx("sx", "    ");
-    b << "  for (int st = 0; st < min(nstrides, STAGES - 1); ++st)\n";
-    bulk_issue_stride("st", "    ");
-    b << "  for (int it = 0; it < nstrides; ++it) {\n";
-    b << "    __syncthreads();  // every warp is done with stride it - 1's slot\n";
-    b << "    {\n      const int st = it + STAGES - 1;\n      if (st < nstrides)\n";
-    bulk_issue_stride("st", "        ");
-    b << "      const int sx = it + 2 * (STAGES - 1);\n      if (sx < nstrides)\n";
-    bulk_issue_idx("sx", "        ");
-    b << "    }\n";
-    b << "    const int slot = it % STAGES;\n";
-    b << "    mc_wait(mbar_ring + slot * 8, (it / STAGES) & 1);  // stride it landed\n";
-    fast_compute();
-    b << "  }\n";
     epilogue();
     return b.str();
   }
@@ -724,25 +651,6 @@ struct Gen {
 
 }  // namespace
 
-// sm_90 copy-engine helpers: bulk global -> shared copies completing on an mbarrier.
-constexpr const char *kBulkHelpers = R"(// ---- sm_90 bulk copies and mbarriers (shared-window addresses) ----
-__device__ __forceinline__ void mc_mbar_init(unsigned bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void mc_expect_tx(unsigned bar, unsigned bytes) {  // arrive, expecting bytes
-  asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" :: "r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mc_bulk(unsigned dst, const void *src, unsigned bytes, unsigned bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-               :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-__device__ __forceinline__ void mc_wait(unsigned bar, unsigned parity) {  // until that phase completes
-  asm volatile("{\n .reg .pred p;\n MC_WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra MC_WAIT;\n}\n"
-               :: "r"(bar), "r"(parity) : "memory");
-}
-
-)";
-
 std::vector<std::string> nvrtc_options(const Plan &p) {
   if (is_float(p.spec.out)) return {"--fmad=false"};
   return {};
@@ -763,7 +671,6 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   std::istringstream plan_text(p.str());
   for (std::string line; std::getline(plan_text, line);) src << "// " << line << "\n";
   src << "\n" << kTemplate_fragments_cuh << "\n";
-  if (gen.bulk()) src << kBulkHelpers;
   if (is_float(p.spec.out)) src << "#define MC_FN __device__ __forceinline__\n" << kTemplate_epilogue_math_cuh << "\n";
   src << "// ---- mma.sync wrappers used by this kernel ----\n";
   std::set<std::string> seen;
