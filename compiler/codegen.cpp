@@ -367,7 +367,7 @@ struct Gen {
   int a_stride_bytes(const Chunk &c) const { return p.spec.v * p.shape.k * c.storage_bits / 8; }
   int ring_bytes(int s) const {
     int bytes = 0;
-    for (const Chunk &c : p.rhs) bytes += s * p.shape.k * (row_bytes(c) + 16);
+    for (const Chunk &c : p.rhs) bytes += s * p.shape.k * pitch(c);
     for (const Chunk &c : p.lhs) bytes += s * a_stride_bytes(c);
     return bytes + idx_ring(s) * p.shape.k * 4;
   }
@@ -432,7 +432,7 @@ struct Gen {
     for (size_t j = 0; j < p.rhs.size(); ++j) {
       const Chunk &c = p.rhs[j];
       const std::string J = S(j);
-      const int pitch_ = row_bytes(c) + 16, pieces = row_bytes(c) / 16, total = p.shape.k * pieces;
+      const int pitch_ = pitch(c), pieces = row_bytes(c) / 16, total = p.shape.k * pieces;
       const int rows_per = threads / pieces;  // rows one pass of the block covers
       b << in << "#pragma unroll\n" << in << "for (int gi = 0; gi < " << (total + threads - 1) / threads << "; ++gi) {  // B plane "
         << J << ": " << p.shape.k << " rows x " << pieces << " x 16 bytes (" << c.storage_bits << "-bit)\n";
@@ -452,6 +452,14 @@ struct Gen {
     b << indent << "}\n";
   }
 
+  // r0..r3 = ldmatrix.x4.trans.b16 of the four 8x8 matrices whose rows start at `addr`
+  // (lane l gives row l % 8 of matrix l / 8).
+  void ldmatrix_x4_trans(const std::string &addr) {
+    b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+      << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
+      << "                   : \"r\"((unsigned)__cvta_generic_to_shared(" << addr << ")));\n";
+  }
+
   // Fragments of every rhs plane from ring slot `slot`, then the mmas.
   void fast_frags_and_mmas() {
     if (nib()) {
@@ -461,10 +469,7 @@ struct Gen {
           b << "    u32 rf" << j << "_t" << 2 * q << "[4], rf" << j << "_t" << 2 * q + 1 << "[4];  // rhs chunk " << j
             << ": columns nw + " << 32 * q << " + 4*gid + {0,1} and {2,3}\n";
           b << "    {\n      u32 r0, r1, r2, r3;  // packed nibbles: 4 columns x 2 k rows each\n";
-          b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
-            << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
-            << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw / 2 + " << 16 * q
-            << "])));\n";
+          ldmatrix_x4_trans("&sb" + S(j) + "[slot][lane][nw / 2 + " + S(16 * q) + "]");
           for (int c = 0; c < 4; ++c) {
             const std::string R = "rf" + S(j) + "_t" + S(2 * q + c / 2) + "[" + S(c % 2);
             b << "      " << R << "] = mc_nib_col(r0, r1, " << c << ", " << sg << ");\n";
@@ -481,10 +486,7 @@ struct Gen {
           b << "    u32 " << R << "[4];  // rhs chunk " << j << ": columns nw + " << 16 * t
             << " + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)\n";
           b << "    {\n      u32 r0, r1, r2, r3;\n";
-          b << "      asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
-            << "                   : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)\n"
-            << "                   : \"r\"((unsigned)__cvta_generic_to_shared(&sb" << j << "[slot][lane][nw + " << 16 * t
-            << "])));\n";
+          ldmatrix_x4_trans("&sb" + S(j) + "[slot][lane][nw + " + S(16 * t) + "]");
           b << "      " << R << "[0] = __byte_perm(r0, r1, 0x6420);\n";
           b << "      " << R << "[1] = __byte_perm(r0, r1, 0x7531);\n";
           b << "      " << R << "[2] = __byte_perm(r2, r3, 0x6420);\n";
@@ -516,7 +518,7 @@ struct Gen {
     b << "  // ---- shared memory: the ring of gathered B rows (rows padded by 16 bytes: conflict-free\n"
       << "  //      ldmatrix), A's strides and the column indices ----\n";
     for (size_t j = 0; j < p.rhs.size(); ++j)
-      b << "  __shared__ __align__(16) unsigned char sb" << j << "[STAGES][KS][" << row_bytes(p.rhs[j]) + 16 << "];  // "
+      b << "  __shared__ __align__(16) unsigned char sb" << j << "[STAGES][KS][" << pitch(p.rhs[j]) << "];  // "
         << p.rhs[j].str() << ", " << p.rhs[j].storage_bits << "-bit\n";
     for (size_t i = 0; i < p.lhs.size(); ++i)
       b << "  __shared__ __align__(16) unsigned char sa" << i << "[STAGES][" << a_stride_bytes(p.lhs[i]) << "];  // "
