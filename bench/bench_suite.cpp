@@ -558,6 +558,10 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
     const int64_t blocks = rows > 0 ? (rows + v - 1) / v : 0, tiles = (n + 255) / 256;
     if (blocks * tiles >= 2 * int64_t(std::max(1, ctx_.sm_count()))) s.bsn = 256;
   }
+  // Untuned SDDMM tile: 128 vectors (4 warps x 2 tiles) when each operand is one byte plane,
+  // else 64 (their loads per k-block double). H100, 2026-11-22, M=N=4096 V=8: 128 beat 64 by
+  // 5-10 % on L8-R8 and L4-R4; 64 beat 128 by 3-7 % on L16-R16.
+  if (op == OpKind::SDDMM) s.bsn = p.lhs.bits <= 8 && p.rhs.bits <= 8 ? 128 : 64;
   auto i32 = plan(s);
   if (i32) {
     if (auto e = check_reduction_length(*i32, reduction)) llvm::consumeError(std::move(e));

@@ -107,6 +107,25 @@ llvm::Expected<std::string> nvrtc_compile(const std::string &source, const std::
   }
 
   nvrtcResult compiled = nvrtcCompileProgram(guard.prog, static_cast<int>(argv.size()), argv.data());
+  if (compiled == NVRTC_ERROR_INVALID_OPTION) {
+    // An older NVRTC without the compile-time options: the same compile without them.
+    auto speed_only = [](const std::string &o) { return o == "-minimal" || o.rfind("--Ofast-compile", 0) == 0; };
+    std::vector<std::string> kept;
+    for (const std::string &o : options)
+      if (!speed_only(o)) kept.push_back(o);
+    if (kept.size() != options.size()) {
+      options = kept;
+      argv.clear();
+      for (const std::string &o : options) argv.push_back(o.c_str());
+      ProgramGuard again;
+      if ((r = nvrtcCreateProgram(&again.prog, source.c_str(), name.c_str(), 0, nullptr, nullptr)) != NVRTC_SUCCESS) {
+        again.prog = nullptr;
+        return api_error("nvrtcCreateProgram", r, name);
+      }
+      std::swap(guard.prog, again.prog);
+      compiled = nvrtcCompileProgram(guard.prog, static_cast<int>(argv.size()), argv.data());
+    }
+  }
 
   size_t log_size = 0;
   std::string build_log;

@@ -9,7 +9,7 @@
 namespace magicube {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr const char *kGeneratorVersion = "magicube-codegen-5";
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-6";
 
 struct KernelSource {
   std::string name;    // the kernel's extern "C" name, e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
@@ -39,5 +39,8 @@ llvm::Expected<KernelSource> generate(const Plan &plan);
 // NVRTC options a plan's kernel needs (part of its cache key): float epilogues are compiled
 // without FMA contraction, so they round exactly as the CPU reference does.
 std::vector<std::string> nvrtc_options(const Plan &plan);
+// Whether nvrtc_options asks NVRTC to favour compile time over code (--Ofast-compile=min):
+// off unless MAGICUBE_FAST_COMPILE=1 (read once per process).
+bool fast_compile_enabled();
 
 }  // namespace magicube

@@ -94,17 +94,25 @@ std::string Plan::str() const {
         << (spec.bias == Bias::Row ? " + bias[r]" : spec.bias == Bias::Col ? " + bias[c]" : "")
         << ", rounded to nearest even";
   }
+  if (nibble_prescale)
+    o << "\n  nibbles   4-bit planes widened as value << " << nibble_prescale
+      << " (one mask per register); scaled accumulators shifted back in the epilogue";
   o << "\n  bounds    max_exact_k " << max_exact_k << ", max_term_k " << max_term_k << "\n";
   o << "  cost      " << cost << " (compute " << compute_cost << ", memory " << memory_cost << ")\n";
   return o.str();
 }
 
 uint64_t fingerprint(const Plan &p) {
+  // One multiply-xorshift round per field: this runs on every Kernel::get, so no strings.
   uint64_t h = 0xcbf29ce484222325ull;
   auto mix = [&](int64_t x) {
-    for (int i = 0; i < 8; ++i, x >>= 8) h = (h ^ uint64_t(x & 0xff)) * 0x100000001b3ull;
+    h = (h ^ uint64_t(x)) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
   };
-  mix(int64_t(stable_hash(p.spec)));
+  const OpSpec &s = p.spec;
+  static_assert(sizeof(OpSpec) == 52, "an OpSpec field was added or changed: hash it here");
+  mix(int(s.op)), mix(s.lhs.bits), mix(s.lhs.is_signed), mix(s.rhs.bits), mix(s.rhs.is_signed), mix(s.v), mix(s.bsn);
+  mix(s.prefetch), mix(int(s.out)), mix(s.arch), mix(int(s.scale)), mix(int(s.bias)), mix(s.stages);
   mix(p.native_bits), mix(p.shape.m), mix(p.shape.n), mix(p.shape.k), mix(int(p.orient));
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     mix(int64_t(cs->size()));
@@ -117,7 +125,7 @@ uint64_t fingerprint(const Plan &p) {
   }
   for (const Term &t : p.terms) mix(t.lhs_chunk), mix(t.rhs_chunk), mix(t.shift), mix(t.group), mix(t.slot);
   for (const ExchangeStep &e : p.exchange) mix(int(e.kind)), mix(e.mask);
-  mix(p.k_stride), mix(p.shuffle_b), mix(int64_t(p.shuffle.size()));
+  mix(p.k_stride), mix(p.shuffle_b), mix(int64_t(p.shuffle.size())), mix(p.nibble_prescale);
   for (int x : p.shuffle) mix(x);
   return h;
 }
@@ -161,6 +169,7 @@ llvm::json::Value to_json(const Plan &p) {
       {"shuffle", std::move(shuffle)},
       {"max_exact_k", p.max_exact_k},
       {"max_term_k", p.max_term_k},
+      {"nibble_prescale", p.nibble_prescale},
       {"compute_cost", p.compute_cost},
       {"memory_cost", p.memory_cost},
       {"cost", p.cost},

@@ -77,6 +77,15 @@ struct Plan {
   // int32 accumulator exact for K <= max_term_k (what int64 outputs need).
   int64_t max_exact_k = 0;
   int64_t max_term_k = 0;
+  // SDDMM on int8 m16n8k32: 4-bit planes are widened to bytes as value << nibble_prescale
+  // (one mask per register instead of a sign-extending unpack), so a term's int32
+  // accumulator holds its sum << (nibble_prescale per 4-bit chunk of the pair) and the
+  // epilogue shifts it back; the bounds above count the scaled sums. 0: not used.
+  int nibble_prescale = 0;
+  // The accumulator scale (left shift) of term t's chunk pair.
+  int term_prescale(const Term &t) const {
+    return nibble_prescale * ((lhs[t.lhs_chunk].storage_bits == 4) + (rhs[t.rhs_chunk].storage_bits == 4));
+  }
   // Cost model, in int8-peak MAC slots per useful MAC (lower is better).
   double compute_cost = 0, memory_cost = 0, cost = 0;
 
@@ -91,8 +100,8 @@ struct Plan {
 
 llvm::json::Value to_json(const Plan &plan);
 
-// A 64-bit FNV-1a fingerprint of every field of the plan that shapes its kernel: cheap
-// (about a microsecond), for the in-process kernel cache's hot path. The disk cache keys on
+// A 64-bit fingerprint of every field of the plan that shapes its kernel: cheap (tens of
+// nanoseconds, no strings), for the in-process kernel cache's hot path. The disk cache keys on
 // the SHA-256 of the plan's JSON instead.
 uint64_t fingerprint(const Plan &plan);
 

@@ -120,13 +120,28 @@ Plan make_plan(const OpSpec &spec, const MmaOption &opt, Orientation orient) {
     p.shuffle = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
   }
 
-  // Exactness bounds.
+  // SDDMM's fast path widens 4-bit planes as value << 4: one mask per register.
+  bool any4 = false;
+  for (const auto *cs : {&p.lhs, &p.rhs})
+    for (const Chunk &c : *cs) any4 |= c.storage_bits == 4;
+  if (spec.op == OpKind::SDDMM && opt.bits == 8 && orient == Orientation::DenseOnM && p.shape == MmaShape{16, 8, 32} &&
+      any4)
+    p.nibble_prescale = 4;
+
+  // Exactness bounds (of the prescaled accumulators where there are any).
   p.max_exact_k = max_exact_k(spec.lhs, spec.rhs);
   p.max_term_k = std::numeric_limits<int64_t>::max();
   for (const Chunk &a : p.lhs)
-    for (const Chunk &b : p.rhs)
-      p.max_term_k = std::min(p.max_term_k, max_k_in_i32(product_range(range_of(a.bits, a.is_signed),
-                                                                       range_of(b.bits, b.is_signed))));
+    for (const Chunk &b : p.rhs) {
+      Range r = product_range(range_of(a.bits, a.is_signed), range_of(b.bits, b.is_signed));
+      const int s = p.nibble_prescale * ((a.storage_bits == 4) + (b.storage_bits == 4));
+      r.lo *= int64_t{1} << s;
+      r.hi *= int64_t{1} << s;
+      p.max_term_k = std::min(p.max_term_k, max_k_in_i32(r));
+    }
+  // A scaled accumulator that wraps loses its top bits: int32 outputs are exact only while
+  // every term accumulator is.
+  if (p.nibble_prescale) p.max_exact_k = std::min(p.max_exact_k, p.max_term_k);
 
   // Cost model: mma issue time and gathered bytes, per useful multiply-accumulate.
   const double useful = double(p.dense_side()) * spec.v * p.shape.k;

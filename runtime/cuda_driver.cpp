@@ -395,10 +395,13 @@ llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_b
     if (auto e = CU_CTX("MAX_DYNAMIC_SHARED_SIZE_BYTES = " + llvm::Twine(shared_bytes), cuFuncSetAttribute, function,
                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared_bytes)))
       return e;
-  return CU_CTX("grid " + dims(grid) + ", block " + dims(block) + ", " + llvm::Twine(shared_bytes) +
-                    " bytes of dynamic shared memory",
-                cuLaunchKernel, function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
-                args, nullptr);
+  // The hot path: no strings are built unless the launch fails.
+  const CUresult r = api().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+                                          stream, args, nullptr);
+  if (r == CUDA_SUCCESS) return llvm::Error::success();
+  return check(r, "cuLaunchKernel",
+               "grid " + dims(grid) + ", block " + dims(block) + ", " + llvm::Twine(shared_bytes) +
+                   " bytes of dynamic shared memory");
 }
 
 // ---- Event -------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -22,6 +24,39 @@ MemoryCache<Kernel> &loaded_kernels() {
   // with the driver's own teardown (and with the release of the context that owns them).
   static MemoryCache<Kernel> *cache = new MemoryCache<Kernel>();
   return *cache;
+}
+
+// The hot path's index over the same kernels: (context, plan fingerprint, arch), no strings,
+// one hash lookup under one mutex.
+class FastIndex {
+ public:
+  std::shared_ptr<Kernel> get(const void *ctx, uint64_t fp, int arch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(Key{ctx, fp, arch});
+    return it == map_.end() ? nullptr : it->second;
+  }
+  void put(const void *ctx, uint64_t fp, int arch, std::shared_ptr<Kernel> k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.emplace(Key{ctx, fp, arch}, std::move(k));
+  }
+
+ private:
+  struct Key {
+    const void *ctx;
+    uint64_t fp;
+    int arch;
+    bool operator==(const Key &) const = default;
+  };
+  struct Hash {
+    size_t operator()(const Key &k) const { return size_t(k.fp ^ (uintptr_t(k.ctx) * 0x9e3779b97f4a7c15ull) ^ unsigned(k.arch)); }
+  };
+  std::mutex mu_;
+  std::unordered_map<Key, std::shared_ptr<Kernel>, Hash> map_;
+};
+
+FastIndex &fast_index() {
+  static FastIndex *index = new FastIndex();  // never destroyed, like loaded_kernels()
+  return *index;
 }
 }  // namespace
 
@@ -238,6 +273,9 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
     return err("sddmm: the mask is " + llvm::Twine(mask.rows) + " x " + llvm::Twine(mask.cols) + " but A has " +
                llvm::Twine(a.rows) + " rows and B " + llvm::Twine(b.rows) + " columns");
   if (auto e = check_reduction_length(plan_, a.k)) return e;
+  if (a.ld % 64 != 0 || a.ld < (a.k + 63) / 64 * 64)  // the kernels read whole 64-k blocks
+    return err("sddmm: the operands' pitch " + llvm::Twine(a.ld) + " is not a multiple of 64 covering K=" +
+               llvm::Twine(a.k) + " (pack them with Sddmm::pack_lhs and pack_rhs)");
   if (mask.num_blocks == 0 || mask.max_block_length == 0) return llvm::Error::success();
   if (mask.num_blocks > 65535) return err("sddmm: " + llvm::Twine(mask.num_blocks) + " row-blocks exceed the grid's 65535");
   llvm::SmallVector<CUdeviceptr, 16> ptrs{mask.row_ptr.ptr(), mask.col_idx.ptr()};
@@ -268,13 +306,12 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   auto arch = target_arch(plan, ctx.compute_capability());
   if (!arch) return arch.takeError();
   // Hot path: the plan's fingerprint (no JSON, no SHA-256) in the per-context memory cache.
-  char fast[40];
-  snprintf(fast, sizeof fast, "fp%016llx-%d", (unsigned long long)fingerprint(plan), *arch);
-  if (auto hit = loaded_kernels().get(ctx.get(), fast)) return std::shared_ptr<const Kernel>(hit);
+  const uint64_t fp = fingerprint(plan);
+  if (auto hit = fast_index().get(ctx.get(), fp, *arch)) return std::shared_ptr<const Kernel>(std::move(hit));
   std::string key =
       make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(nvrtc_options(plan)), *arch, nvrtc_version()).hex;
   if (auto hit = loaded_kernels().get(ctx.get(), key)) {
-    loaded_kernels().put(ctx.get(), fast, hit);
+    fast_index().put(ctx.get(), fp, *arch, hit);
     return std::shared_ptr<const Kernel>(hit);
   }
   auto src = generate(plan);
@@ -293,7 +330,7 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   k->fn_ = *fn;
   log().debug("loaded {} for sm_{}", k->src_.name, *arch);
   auto stored = loaded_kernels().put(ctx.get(), key, k);
-  loaded_kernels().put(ctx.get(), fast, stored);
+  fast_index().put(ctx.get(), fp, *arch, stored);
   return std::shared_ptr<const Kernel>(stored);
 }
 

@@ -127,3 +127,32 @@ INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](cons
 });
 
 }  // namespace
+
+// SDDMM with 4-bit planes on int8 m16n8k32 widens nibbles with one mask per register (the
+// plan's nibble_prescale) and shifts the scaled accumulators back in the epilogue.
+TEST(Codegen, SddmmNibblesWidenWithOneMaskAndShiftBack) {
+  OpSpec s;
+  s.op = OpKind::SDDMM;
+  s.lhs = {8, true};
+  s.rhs = {4, false};
+  s.v = 8;
+  s.arch = 90;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  ASSERT_EQ(p->nibble_prescale, 4);
+  auto src = generate(*p);
+  ASSERT_TRUE(bool(src)) << llvm::toString(src.takeError());
+  EXPECT_NE(src->source.find("& 0xf0f0f0f0u"), std::string::npos);
+  EXPECT_NE(src->source.find("__byte_perm(cl0.x, cl0.y, 0x6420)"), std::string::npos) << "8-bit plane in nibble order";
+  EXPECT_NE(src->source.find("acc_g0_r0_t0[i] >> 4"), std::string::npos);
+  EXPECT_EQ(src->source.find("mc_widen4to8(("), std::string::npos);
+  // Without 4-bit planes the words stay in k order: no prmt, no shift back.
+  s.rhs = {8, false};
+  auto q = plan(s);
+  ASSERT_TRUE(bool(q));
+  EXPECT_EQ(q->nibble_prescale, 0);
+  auto src8 = generate(*q);
+  ASSERT_TRUE(bool(src8));
+  EXPECT_EQ(src8->source.find("__byte_perm(cl0"), std::string::npos);
+  EXPECT_EQ(src8->source.find(">> 4)"), std::string::npos);
+}

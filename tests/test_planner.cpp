@@ -13,10 +13,11 @@ OpSpec spec(OpKind op, ElemType l, ElemType r, int v, int arch, OutType out = Ou
 }
 
 // Brute force: the largest K with K * (every corner product) inside int32.
-int64_t brute_max_exact_k(ElemType l, ElemType r) {
+int64_t brute_max_exact_k(ElemType l, ElemType r, int scale = 0) {
   int64_t hi = INT64_MIN, lo = INT64_MAX;
-  for (int64_t a : {l.min_value(), l.max_value()})
-    for (int64_t b : {r.min_value(), r.max_value()}) hi = std::max(hi, a * b), lo = std::min(lo, a * b);
+  for (int64_t a = l.min_value(); a <= l.max_value(); a += std::max<int64_t>(1, l.max_value() - l.min_value()))
+    for (int64_t b = r.min_value(); b <= r.max_value(); b += std::max<int64_t>(1, r.max_value() - r.min_value()))
+      hi = std::max(hi, (a * b) << scale), lo = std::min(lo, (a * b) * (int64_t{1} << scale));
   int64_t k = 0;
   while (k < (int64_t{1} << 32) && (k + 1) * hi <= INT32_MAX && (k + 1) * lo >= INT32_MIN) {
     int64_t step = 1;
@@ -60,7 +61,19 @@ TEST(Planner, EveryValidSpecPlansAndItsTermsCoverEveryChunkPair) {
                 }
                 ASSERT_EQ(p.k_stride, p.shape.k);
                 if (arch == 90) ASSERT_EQ(p.native_bits, 8) << "int4 mma.sync is emulated on sm_90";
-                ASSERT_EQ(p.max_exact_k, brute_max_exact_k(l, r));
+                // 4-bit planes widened as value << 4 (SDDMM on int8 m16n8k32): every scaled
+                // term accumulator must stay in int32 as well.
+                ASSERT_EQ(p.nibble_prescale != 0, op == OpKind::SDDMM && p.native_bits == 8 &&
+                                                      p.orient == Orientation::DenseOnM && p.shape.m == 16 &&
+                                                      (l.bits <= 4 || r.bits <= 4));
+                int64_t want = brute_max_exact_k(l, r);
+                if (p.nibble_prescale)
+                  for (const Term &t : p.terms) {
+                    const Chunk &a = p.lhs[t.lhs_chunk], &b = p.rhs[t.rhs_chunk];
+                    want = std::min(want, brute_max_exact_k({a.bits, a.is_signed}, {b.bits, b.is_signed},
+                                                            p.term_prescale(t)));
+                  }
+                ASSERT_EQ(p.max_exact_k, want);
               }
             }
 }
