@@ -375,15 +375,24 @@ struct Gen {
     return true;
   }
   // SDDMM fast path: int8 m16n8k32 with the sampled vectors on the mma's M side. Both dense
-  // operands are K-contiguous, so each lane loads 16 consecutive k of each of its rows with
-  // one 16-byte load (8 bytes for 4-bit planes, widened in registers) per 64-k block. A dot
-  // product does not depend on the order of its k, so k-step h of the block uses words 2h
-  // and 2h + 1 of every operand's load: the same k for A and B.
+  // operands are K-contiguous, so per k-block of 64 * SL k (SL = 2 when every rhs plane is
+  // 4-bit, else 1) each lane loads 16 * SL consecutive k of each of its rows with 16-byte
+  // loads (8 bytes for 4-bit planes at SL = 1), widened in registers. A dot product does not
+  // depend on the order of its k, so k-step h of the block uses words 2h and 2h + 1 of every
+  // row's loads: the same k for A and B.
   bool sfast() const {
     return sddmm() && dense_on_m() && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32};
   }
+  int sl() const {
+    for (const Chunk &c : p.rhs)
+      if (c.storage_bits != 4) return 1;
+    return 2;
+  }
+  // Loads per row of a plane per k-block, and their type.
+  int sloads(const Chunk &c) const { return std::max(1, sl() * c.storage_bits / 8); }
+  std::string stype(const Chunk &c) const { return sl() * c.storage_bits / 8 >= 1 ? "uint4" : "uint2"; }
 
-  // Word w (0..3) of a raw load `x` of a chunk plane (16 consecutive k of one row). Without
+  // Word w (0..4 * SL - 1) of the loads x_0, x_1.. of one row of a chunk plane. Without
   // 4-bit planes, word w is k 4w..4w+3. With them (the plan's nibble_prescale), word 2i is
   // the even k of 8i..8i+7 and word 2i + 1 the odd ones, so that a 4-bit register widens
   // with one mask: even nibbles shifted up into the high half of each byte, odd nibbles
@@ -391,44 +400,59 @@ struct Gen {
   // order with one prmt.
   std::string word(const Chunk &c, const std::string &x, int w) const {
     static const char *f[] = {".x", ".y", ".z", ".w"};
-    if (!p.nibble_prescale) return x + f[w];
-    if (c.storage_bits == 8)
-      return "__byte_perm(" + x + f[w / 2 * 2] + ", " + x + f[w / 2 * 2 + 1] + ", " + (w % 2 ? "0x7531" : "0x6420") + ")";
-    const std::string r = x + f[w / 2];
+    if (c.storage_bits == 8) {
+      const std::string r = x + "_" + S(w / 4);
+      const int ww = w % 4;
+      if (!p.nibble_prescale) return r + f[ww];
+      return "__byte_perm(" + r + f[ww / 2 * 2] + ", " + r + f[ww / 2 * 2 + 1] + ", " + (ww % 2 ? "0x7531" : "0x6420") +
+             ")";
+    }
+    const int ci = w / 2;  // the 32-bit component holding 8 nibbles: words 2ci and 2ci + 1
+    const std::string r = x + "_" + S(ci / 4) + f[ci % 4];
     return w % 2 ? "(" + r + " & 0xf0f0f0f0u)" : "((" + r + " << 4) & 0xf0f0f0f0u)";
   }
-  static std::string raw_type(const Chunk &c) { return c.storage_bits == 8 ? "uint4" : "uint2"; }
 
-  // The loads of the 64-k block at `kb` into the registers named <pre>...
+  // Every row's raw-load register names (without the _i suffix) with their plane.
+  std::vector<std::pair<std::string, const Chunk *>> srows(const std::string &pre) const {
+    std::vector<std::pair<std::string, const Chunk *>> rows;
+    for (size_t g = 0; g < p.groups.size(); ++g) rows.push_back({pre + "l" + S(g), &p.lhs[p.groups[g].lhs_chunks[0]]});
+    for (size_t j = 0; j < p.rhs.size(); ++j)
+      for (int t = 0; t < tiles; ++t)
+        for (int h = 0; h < 2; ++h) rows.push_back({pre + "r" + S(j) + "_" + S(t) + "_" + S(h), &p.rhs[j]});
+    return rows;
+  }
+
+  // The loads of the k-block at `kb` into the registers named <pre>...
   void sfast_loads(const std::string &pre, const std::string &kb, const std::string &indent) {
     for (size_t g = 0; g < p.groups.size(); ++g) {
       const Chunk &c = p.lhs[p.groups[g].lhs_chunks[0]];
-      const std::string T = raw_type(c), G = S(g);
-      b << indent << pre << "l" << G << " = lok" << G << " ? __ldg((const " << T << " *)(ap" << G << " + (" << kb
-        << ") * " << c.storage_bits << " / 8)) : " << (c.storage_bits == 8 ? "make_uint4(0, 0, 0, 0)" : "make_uint2(0, 0)")
-        << ";\n";
+      const std::string T = stype(c), G = S(g);
+      for (int i = 0; i < sloads(c); ++i)
+        b << indent << pre << "l" << G << "_" << i << " = lok" << G << " ? __ldg((const " << T << " *)(ap" << G << " + ("
+          << kb << ") * " << c.storage_bits << " / 8) + " << i << ") : "
+          << (T == "uint4" ? "make_uint4(0, 0, 0, 0)" : "make_uint2(0, 0)") << ";\n";
     }
     for (size_t j = 0; j < p.rhs.size(); ++j)
       for (int t = 0; t < tiles; ++t)
-        for (int h = 0; h < 2; ++h) {
-          const std::string id = S(j) + "_" + S(t) + "_" + S(h);
-          b << indent << pre << "r" << id << " = __ldg((const " << raw_type(p.rhs[j]) << " *)(bp" << id << " + (" << kb
-            << ") * " << p.rhs[j].storage_bits << " / 8));\n";
-        }
+        for (int h = 0; h < 2; ++h)
+          for (int i = 0; i < sloads(p.rhs[j]); ++i) {
+            const std::string id = S(j) + "_" + S(t) + "_" + S(h);
+            b << indent << pre << "r" << id << "_" << i << " = __ldg((const " << stype(p.rhs[j]) << " *)(bp" << id
+              << " + (" << kb << ") * " << p.rhs[j].storage_bits << " / 8) + " << i << ");\n";
+          }
   }
 
   void sfast_decl(const std::string &pre, const std::string &indent) {
-    for (size_t g = 0; g < p.groups.size(); ++g)
-      b << indent << raw_type(p.lhs[p.groups[g].lhs_chunks[0]]) << " " << pre << "l" << g << ";\n";
-    for (size_t j = 0; j < p.rhs.size(); ++j)
-      for (int t = 0; t < tiles; ++t)
-        b << indent << raw_type(p.rhs[j]) << " " << pre << "r" << j << "_" << t << "_0, " << pre << "r" << j << "_" << t
-          << "_1;\n";
+    for (const auto &[name, c] : srows(pre)) {
+      b << indent << stype(*c);
+      for (int i = 0; i < sloads(*c); ++i) b << (i ? ", " : " ") << name << "_" << i;
+      b << ";\n";
+    }
   }
 
-  // The mmas of one 64-k block from the registers named <pre>...
+  // The mmas of one k-block from the registers named <pre>...
   void sfast_mmas(const std::string &pre, const std::string &indent) {
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < 2 * sl(); ++h) {
       b << indent << "{  // k-step " << h << " of the block: words " << 2 * h << " and " << 2 * h + 1 << "\n";
       const std::string in = indent + "  ";
       for (size_t g = 0; g < p.groups.size(); ++g) {
@@ -456,8 +480,9 @@ struct Gen {
 
   std::string sddmm_fast_body() {
     const int nc = c_regs(p.shape);
-    b << "  constexpr int KB = 2 * KS;  // k per block: each lane loads 16 consecutive k of each of its rows\n";
-    b << "  const int kq = tig * 16;    // this lane's k within the block\n";
+    b << "  constexpr int KB = " << 64 * sl() << ";  // k per block: each lane loads " << 16 * sl()
+      << " consecutive k of each of its rows\n";
+    b << "  const int kq = tig * " << 16 * sl() << ";  // this lane's first k within the block\n";
     b << "  // ---- this lane's A row per stack group (mma N side): chunk slot gid / V, row gid % V ----\n";
     for (size_t g = 0; g < p.groups.size(); ++g) {
       const auto &ch = p.groups[g].lhs_chunks;
@@ -482,7 +507,7 @@ struct Gen {
       for (size_t j = 0; j < p.rhs.size(); ++j)
         for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
     if (p.spec.prefetch) {
-      b << "  // ---- 64-k blocks: the next block's loads are in flight while this block's mmas run ----\n";
+      b << "  // ---- k-blocks: the next block's loads are in flight while this block's mmas run ----\n";
       sfast_decl("c", "  ");
       sfast_loads("c", "0", "  ");
       b << "  for (int kb = 0; kb < K; kb += KB) {\n";
@@ -490,14 +515,14 @@ struct Gen {
       sfast_decl("n", "    ");
       sfast_loads("n", "kn", "    ");
       sfast_mmas("c", "    ");
-      for (size_t g = 0; g < p.groups.size(); ++g) b << "    cl" << g << " = nl" << g << ";\n";
-      for (size_t j = 0; j < p.rhs.size(); ++j)
-        for (int t = 0; t < tiles; ++t)
-          for (int h = 0; h < 2; ++h)
-            b << "    cr" << j << "_" << t << "_" << h << " = nr" << j << "_" << t << "_" << h << ";\n";
+      for (const auto &[name, c] : srows("")) {
+        b << "   ";
+        for (int i = 0; i < sloads(*c); ++i) b << " c" << name << "_" << i << " = n" << name << "_" << i << ";";
+        b << "\n";
+      }
       b << "  }\n";
     } else {
-      b << "  for (int kb = 0; kb < K; kb += KB) {  // 64-k blocks\n";
+      b << "  for (int kb = 0; kb < K; kb += KB) {  // k-blocks\n";
       sfast_decl("c", "    ");
       sfast_loads("c", "kb", "    ");
       sfast_mmas("c", "    ");

@@ -273,8 +273,8 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
     return err("sddmm: the mask is " + llvm::Twine(mask.rows) + " x " + llvm::Twine(mask.cols) + " but A has " +
                llvm::Twine(a.rows) + " rows and B " + llvm::Twine(b.rows) + " columns");
   if (auto e = check_reduction_length(plan_, a.k)) return e;
-  if (a.ld % 64 != 0 || a.ld < (a.k + 63) / 64 * 64)  // the kernels read whole 64-k blocks
-    return err("sddmm: the operands' pitch " + llvm::Twine(a.ld) + " is not a multiple of 64 covering K=" +
+  if (a.ld % 128 != 0 || a.ld < (a.k + 127) / 128 * 128)  // the kernels read whole 64- or 128-k blocks
+    return err("sddmm: the operands' pitch " + llvm::Twine(a.ld) + " is not a multiple of 128 covering K=" +
                llvm::Twine(a.k) + " (pack them with Sddmm::pack_lhs and pack_rhs)");
   if (mask.num_blocks == 0 || mask.max_block_length == 0) return llvm::Error::success();
   if (mask.num_blocks > 65535) return err("sddmm: " + llvm::Twine(mask.num_blocks) + " row-blocks exceed the grid's 65535");

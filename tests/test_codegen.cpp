@@ -143,7 +143,7 @@ TEST(Codegen, SddmmNibblesWidenWithOneMaskAndShiftBack) {
   auto src = generate(*p);
   ASSERT_TRUE(bool(src)) << llvm::toString(src.takeError());
   EXPECT_NE(src->source.find("& 0xf0f0f0f0u"), std::string::npos);
-  EXPECT_NE(src->source.find("__byte_perm(cl0.x, cl0.y, 0x6420)"), std::string::npos) << "8-bit plane in nibble order";
+  EXPECT_NE(src->source.find("__byte_perm(cl0_0.x, cl0_0.y, 0x6420)"), std::string::npos) << "8-bit plane in nibble order";
   EXPECT_NE(src->source.find("acc_g0_r0_t0[i] >> 4"), std::string::npos);
   EXPECT_EQ(src->source.find("mc_widen4to8(("), std::string::npos);
   // Without 4-bit planes the words stay in k order: no prmt, no shift back.
@@ -153,6 +153,6 @@ TEST(Codegen, SddmmNibblesWidenWithOneMaskAndShiftBack) {
   EXPECT_EQ(q->nibble_prescale, 0);
   auto src8 = generate(*q);
   ASSERT_TRUE(bool(src8));
-  EXPECT_EQ(src8->source.find("__byte_perm(cl0"), std::string::npos);
+  EXPECT_EQ(src8->source.find("__byte_perm(cl0_0"), std::string::npos);
   EXPECT_EQ(src8->source.find(">> 4)"), std::string::npos);
 }
