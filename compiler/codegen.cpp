@@ -66,7 +66,7 @@ struct Gen {
     threads = plan.spec.bsn / 16 * 32;
     if (fast()) {  // 4-bit B: each warp's columns are whole 16-byte rows of packed nibbles
       const int warps = nib() ? std::max(1, std::min(4, plan.spec.bsn / 32)) : std::min(4, plan.spec.bsn / 16);
-      threads = warps * 32;
+      threads = warps * 32 * kg();
       wn = plan.spec.bsn / warps;
     }
     if (sfast()) {  // SDDMM fast path: up to 4 warps, 16 vectors per tile, BSn / 16 / warps tiles each
@@ -115,7 +115,7 @@ struct Gen {
   std::string lhs_reg(int li, const std::string &r, const std::string &k0) const {
     if (fast()) {  // the stride's values in ring slot `slot` of shared memory
       const Chunk &c = p.lhs[li];
-      const std::string at = "&sa" + S(li) + "[slot][((" + r + ") * KS + " + k0 + ")" + (c.storage_bits == 4 ? " / 2]" : "]");
+      const std::string at = "&sa" + S(li) + "[grp][slot][((" + r + ") * KS + " + k0 + ")" + (c.storage_bits == 4 ? " / 2]" : "]");
       if (c.storage_bits == 8) return "*(const u32 *)" + at;
       return "mc_widen4to8(*(const u16 *)" + at + ", " + (c.is_signed ? "true" : "false") + ")";
     }
@@ -539,6 +539,21 @@ struct Gen {
     for (const Chunk &c : p.lhs) bytes += s * a_stride_bytes(c);
     return bytes + idx_ring(s) * p.shape.k * 4;
   }
+  // Warp groups that split a row-block's strides (group g takes strides g, g + KG, ...),
+  // each with its own ring; their accumulators are summed through shared memory at the end.
+  int kg() const { return fast() ? p.spec.split : 1; }
+  int gthreads() const { return threads / kg(); }
+  int nacc() const { return int(p.groups.size() * p.rhs.size()) * tiles; }
+  // Bytes of the accumulator exchange that do not fit in the first rhs plane's ring.
+  int red_bytes() const { return kg() > 1 ? nacc() * c_regs(p.shape) * gthreads() * 4 : 0; }
+  int extra_red_bytes(int s) const {
+    return red_bytes() > kg() * s * p.shape.k * pitch(p.rhs[0]) ? red_bytes() : 0;
+  }
+  // A barrier of this thread's warp group (the whole block when there is one group).
+  std::string gsync() const {
+    if (kg() == 1) return "__syncthreads();";
+    return "asm volatile(\"bar.sync %0, %1;\" :: \"r\"(grp + 1), \"n\"(GT));  // this warp group";
+  }
   // Index ring: the prologue loads 2 * (STAGES - 1) strides of indices at once.
   static int idx_ring(int s) { return s == 1 ? 1 : s == 2 ? 2 : s == 3 ? 4 : 8; }
   // Ring depth: 1 (gather, wait, compute) with the prefetch pipeline off; else the deepest
@@ -546,7 +561,7 @@ struct Gen {
   int stages() const {
     if (!p.spec.prefetch) return 1;
     for (int s : {4, 3})
-      if ((p.spec.stages == 0 || s <= p.spec.stages) && ring_bytes(s) <= 48 * 1024) return s;
+      if ((p.spec.stages == 0 || s <= p.spec.stages) && kg() * ring_bytes(s) + extra_red_bytes(s) <= 48 * 1024) return s;
     return 2;
   }
 
@@ -563,32 +578,31 @@ struct Gen {
   // thread copies (the same every stride), its source pointers and shared-memory offsets.
   void fast_copy_setup() {
     b << "  // ---- this thread's share of every stride's copies (the same pieces each stride) ----\n";
-    b << "  const int *isrc = col_idx + begin + threadIdx.x * 4;  // indices: threads 0..KS/4-1, 16 bytes each\n";
-    b << "  const unsigned idst = (unsigned)__cvta_generic_to_shared(&sidx[0][(threadIdx.x % (KS / 4)) * 4]);\n";
+    b << "  const int *isrc = col_idx + begin + grp * KS + tid * 4;  // indices: threads 0..KS/4-1, 16 bytes each\n";
+    b << "  const unsigned idst = (unsigned)__cvta_generic_to_shared(&sidx[grp][0][(tid % (KS / 4)) * 4]);\n";
     for (size_t j = 0; j < p.rhs.size(); ++j) {
       const Chunk &c = p.rhs[j];
       const int pieces = row_bytes(c) / 16;
-      b << "  const unsigned char *bsrc" << j << " = b" << j << " + n_base * " << c.storage_bits << " / 8 + (threadIdx.x % "
+      b << "  const unsigned char *bsrc" << j << " = b" << j << " + n_base * " << c.storage_bits << " / 8 + (tid % "
         << pieces << ") * 16;  // + row * ldb\n";
-      b << "  const int bkk" << j << " = threadIdx.x / " << pieces << ";  // first row of this thread (+ THREADS / "
+      b << "  const int bkk" << j << " = tid / " << pieces << ";  // first row of this thread (+ GT / "
         << pieces << " per copy)\n";
-      b << "  const unsigned bdst" << j << " = (unsigned)__cvta_generic_to_shared(&sb" << j << "[0][bkk" << j
-        << "][(threadIdx.x % " << pieces << ") * 16]);\n";
+      b << "  const unsigned bdst" << j << " = (unsigned)__cvta_generic_to_shared(&sb" << j << "[grp][0][bkk" << j
+        << "][(tid % " << pieces << ") * 16]);\n";
     }
     b << "  const unsigned ldbb = (unsigned)ldb * " << p.rhs[0].storage_bits << " / 8;  // B row pitch in bytes\n";
     for (size_t i = 0; i < p.lhs.size(); ++i) {
       const int pieces = a_stride_bytes(p.lhs[i]) / 16;
-      b << "  const unsigned char *asrc" << i << " = a" << i << " + (long long)begin * V * " << p.lhs[i].storage_bits
-        << " / 8 + threadIdx.x * 16;\n";
-      b << "  const unsigned adst" << i << " = (unsigned)__cvta_generic_to_shared(&sa" << i << "[0][(threadIdx.x % " << pieces
+      b << "  const unsigned char *asrc" << i << " = a" << i << " + (long long)(begin + grp * KS) * V * "
+        << p.lhs[i].storage_bits << " / 8 + tid * 16;\n";
+      b << "  const unsigned adst" << i << " = (unsigned)__cvta_generic_to_shared(&sa" << i << "[grp][0][(tid % " << pieces
         << ") * 16]);\n";
     }
   }
 
   // The column indices of stride `st` into the index ring (KS ints: KS / 4 pieces).
   void fast_issue_idx(const std::string &st, const std::string &indent) {
-    b << indent << "if (threadIdx.x < KS / 4) "
-      << cp16s("idst + ((" + st + ") % IR) * (KS * 4)", "isrc + (" + st + ") * KS");
+    b << indent << "if (tid < KS / 4) " << cp16s("idst + ((" + st + ") % IR) * (KS * 4)", "isrc + (" + st + ") * (KG * KS)");
   }
 
   // Stride `st`'s B rows (named by its indices, already in the index ring) and A values
@@ -596,15 +610,15 @@ struct Gen {
   void fast_issue_stride(const std::string &st, const std::string &indent) {
     const std::string in = indent + "  ";
     b << indent << "{\n" << in << "const int slot_w = (" << st << ") % STAGES;\n";
-    b << in << "const int *ids = sidx[(" << st << ") % IR];\n";
+    b << in << "const int *ids = sidx[grp][(" << st << ") % IR];\n";
     for (size_t j = 0; j < p.rhs.size(); ++j) {
       const Chunk &c = p.rhs[j];
       const std::string J = S(j);
       const int pitch_ = pitch(c), pieces = row_bytes(c) / 16, total = p.shape.k * pieces;
-      const int rows_per = threads / pieces;  // rows one pass of the block covers
-      b << in << "#pragma unroll\n" << in << "for (int gi = 0; gi < " << (total + threads - 1) / threads << "; ++gi) {  // B plane "
+      const int gt = gthreads(), rows_per = gt / pieces;  // rows one pass of the group covers
+      b << in << "#pragma unroll\n" << in << "for (int gi = 0; gi < " << (total + gt - 1) / gt << "; ++gi) {  // B plane "
         << J << ": " << p.shape.k << " rows x " << pieces << " x 16 bytes (" << c.storage_bits << "-bit)\n";
-      if (total % threads) b << in << "  if (bkk" << J << " + gi * " << rows_per << " >= KS) break;\n";
+      if (total % gt) b << in << "  if (bkk" << J << " + gi * " << rows_per << " >= KS) break;\n";
       b << in << "  const unsigned col = (unsigned)max(ids[bkk" << J << " + gi * " << rows_per
         << "], 0);  // pads (-1) read row 0, times A's zeros\n";
       b << in << "  " << cp16s("bdst" + J + " + slot_w * " + S(p.shape.k * pitch_) + " + gi * " + S(rows_per * pitch_),
@@ -614,8 +628,8 @@ struct Gen {
     for (size_t i = 0; i < p.lhs.size(); ++i) {
       const int bytes = a_stride_bytes(p.lhs[i]), pieces = bytes / 16;
       const std::string I = S(i);
-      b << in << "if (threadIdx.x < " << pieces << ")  // A plane " << I << ": " << pieces << " x 16 bytes\n";
-      b << in << "  " << cp16s("adst" + I + " + slot_w * " + S(bytes), "asrc" + I + " + (" + st + ") * " + S(bytes));
+      b << in << "if (tid < " << pieces << ")  // A plane " << I << ": " << pieces << " x 16 bytes\n";
+      b << in << "  " << cp16s("adst" + I + " + slot_w * " + S(bytes), "asrc" + I + " + (" + st + ") * (KG * " + S(bytes) + ")");
     }
     b << indent << "}\n";
   }
@@ -637,7 +651,7 @@ struct Gen {
           b << "    u32 rf" << j << "_t" << 2 * q << "[4], rf" << j << "_t" << 2 * q + 1 << "[4];  // rhs chunk " << j
             << ": columns nw + " << 32 * q << " + 4*gid + {0,1} and {2,3}\n";
           b << "    {\n      u32 r0, r1, r2, r3;  // packed nibbles: 4 columns x 2 k rows each\n";
-          ldmatrix_x4_trans("&sb" + S(j) + "[slot][lane][nw / 2 + " + S(16 * q) + "]");
+          ldmatrix_x4_trans("&sb" + S(j) + "[grp][slot][lane][nw / 2 + " + S(16 * q) + "]");
           for (int c = 0; c < 4; ++c) {
             const std::string R = "rf" + S(j) + "_t" + S(2 * q + c / 2) + "[" + S(c % 2);
             b << "      " << R << "] = mc_nib_col(r0, r1, " << c << ", " << sg << ");\n";
@@ -654,7 +668,7 @@ struct Gen {
           b << "    u32 " << R << "[4];  // rhs chunk " << j << ": columns nw + " << 16 * t
             << " + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)\n";
           b << "    {\n      u32 r0, r1, r2, r3;\n";
-          ldmatrix_x4_trans("&sb" + S(j) + "[slot][lane][nw + " + S(16 * t) + "]");
+          ldmatrix_x4_trans("&sb" + S(j) + "[grp][slot][lane][nw + " + S(16 * t) + "]");
           b << "      " << R << "[0] = __byte_perm(r0, r1, 0x6420);\n";
           b << "      " << R << "[1] = __byte_perm(r0, r1, 0x7531);\n";
           b << "      " << R << "[2] = __byte_perm(r2, r3, 0x6420);\n";
@@ -678,49 +692,81 @@ struct Gen {
     fast_frags_and_mmas();
   }
 
+  // With KG = 2 warp groups: group 1 hands its accumulators to group 0 through shared
+  // memory (the first rhs plane's ring, free once both groups are done) and leaves.
+  void fast_group_sum(int stages_) {
+    if (kg() == 1) return;
+    const int nc = c_regs(p.shape);
+    b << "  // ---- the warp groups' sums: group 1's accumulators into group 0's ----\n";
+    b << "  __syncthreads();  // both groups are done with their rings\n";
+    b << "  int *red = " << (extra_red_bytes(stages_) ? "sred" : "(int *)&sb0[0][0][0][0]") << ";  // [accumulator][register][tid]\n";
+    int a = 0;
+    std::string names;
+    b << "  if (grp == 1) {\n";
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      for (size_t j = 0; j < p.rhs.size(); ++j)
+        for (int t = 0; t < tiles; ++t, ++a)
+          b << "    for (int i = 0; i < " << nc << "; ++i) red[(" << a * nc << " + i) * GT + tid] = acc_g" << g << "_r" << j
+            << "_t" << t << "[i];\n";
+    b << "  }\n  __syncthreads();\n  if (grp != 0) return;\n";
+    a = 0;
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      for (size_t j = 0; j < p.rhs.size(); ++j)
+        for (int t = 0; t < tiles; ++t, ++a)
+          b << "  for (int i = 0; i < " << nc << "; ++i) acc_g" << g << "_r" << j << "_t" << t << "[i] += red[(" << a * nc
+            << " + i) * GT + tid];\n";
+  }
+
   std::string fast_body() {
     const int S_ = stages();
     const int nc = c_regs(p.shape);
-    b << "  constexpr int STAGES = " << S_ << ";  // cp.async ring depth\n";
+    b << "  constexpr int KG = " << kg() << ";  // warp groups: group g takes the row-block's strides g, g + KG, ...\n";
+    b << "  constexpr int GT = THREADS / KG;  // threads per group\n";
+    if (kg() == 1) b << "  const int grp = 0, tid = threadIdx.x;\n";
+    else b << "  const int grp = threadIdx.x / GT, tid = threadIdx.x % GT;\n";
+    b << "  constexpr int STAGES = " << S_ << ";  // cp.async ring depth (per group)\n";
     b << "  constexpr int IR = " << idx_ring(S_) << ";      // index ring depth\n";
     b << "  // ---- shared memory: the ring of gathered B rows (rows padded by 16 bytes: conflict-free\n"
       << "  //      ldmatrix), A's strides and the column indices ----\n";
     for (size_t j = 0; j < p.rhs.size(); ++j)
-      b << "  __shared__ __align__(16) unsigned char sb" << j << "[STAGES][KS][" << pitch(p.rhs[j]) << "];  // "
+      b << "  __shared__ __align__(16) unsigned char sb" << j << "[KG][STAGES][KS][" << pitch(p.rhs[j]) << "];  // "
         << p.rhs[j].str() << ", " << p.rhs[j].storage_bits << "-bit\n";
     for (size_t i = 0; i < p.lhs.size(); ++i)
-      b << "  __shared__ __align__(16) unsigned char sa" << i << "[STAGES][" << a_stride_bytes(p.lhs[i]) << "];  // "
+      b << "  __shared__ __align__(16) unsigned char sa" << i << "[KG][STAGES][" << a_stride_bytes(p.lhs[i]) << "];  // "
         << p.lhs[i].str() << ", " << p.lhs[i].storage_bits << "-bit, V x KS row-major\n";
-    b << "  __shared__ __align__(16) int sidx[IR][KS];\n";
+    b << "  __shared__ __align__(16) int sidx[KG][IR][KS];\n";
+    if (extra_red_bytes(S_)) b << "  __shared__ __align__(16) int sred[" << red_bytes() / 4 << "];  // the groups' accumulators\n";
     for (size_t g = 0; g < p.groups.size(); ++g)
       for (size_t j = 0; j < p.rhs.size(); ++j)
         for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
-    b << "  const int nstrides = (end - begin) / KS;\n";
+    b << "  const int nstrides = ((end - begin) / KS - grp + KG - 1) / KG;  // this group's strides\n";
     fast_copy_setup();
     if (S_ == 1) {
       b << "  for (int it = 0; it < nstrides; ++it) {  // no prefetch: indices, gather, compute\n";
       fast_issue_idx("it", "    ");
       b << "    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
-      b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    __syncthreads();\n";
+      b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    " << gsync() << "\n";
       fast_issue_stride("it", "    ");
       b << "    asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
-      b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    __syncthreads();\n    const int slot = 0;\n";
+      b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    " << gsync() << "\n    const int slot = 0;\n";
       fast_compute();
-      b << "    __syncthreads();\n  }\n";
+      b << "    " << gsync() << "\n  }\n";
+      fast_group_sum(S_);
       epilogue();
       return b.str();
     }
     b << "  // ---- prologue: indices of strides 0 .. 2*(STAGES-1)-1, then strides 0 .. STAGES-2 ----\n";
-    b << "  for (int i = threadIdx.x; i < min(nstrides, 2 * (STAGES - 1)) * (KS / 4); i += THREADS)\n";
-    b << "    " << cp16("&sidx[i / (KS / 4)][(i % (KS / 4)) * 4]", "col_idx + begin + i * 4");
+    b << "  for (int i = tid; i < min(nstrides, 2 * (STAGES - 1)) * (KS / 4); i += GT)\n";
+    b << "    " << cp16("&sidx[grp][i / (KS / 4)][(i % (KS / 4)) * 4]",
+                    "col_idx + begin + (grp + KG * (i / (KS / 4))) * KS + (i % (KS / 4)) * 4");
     b << "  asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
-    b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n  __syncthreads();\n";
+    b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n  " << gsync() << "\n";
     b << "  #pragma unroll\n  for (int st = 0; st < STAGES - 1; ++st) {\n    if (st < nstrides)\n";
     fast_issue_stride("st", "    ");
     b << "    asm volatile(\"cp.async.commit_group;\\n\" ::);\n  }\n";
     b << "  for (int it = 0; it < nstrides; ++it) {\n";
     b << "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(STAGES - 2));  // stride it and its +STAGES-1 indices landed\n";
-    b << "    __syncthreads();\n";
+    b << "    " << gsync() << "\n";
     b << "    {  // keep the ring full: stride it + STAGES - 1 into the slot freed by stride it - 1\n";
     b << "      const int st = it + STAGES - 1;\n      if (st < nstrides)\n";
     fast_issue_stride("st", "      ");
@@ -731,6 +777,7 @@ struct Gen {
     fast_compute();
     b << "  }\n";
     b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n";
+    fast_group_sum(S_);
     epilogue();
     return b.str();
   }
@@ -821,6 +868,12 @@ struct Gen {
 
 }  // namespace
 
+bool can_split(const Plan &p) {
+  if (p.spec.split <= 1) return true;
+  Gen gen(p);
+  return gen.fast() && gen.kg() * gen.ring_bytes(2) + gen.extra_red_bytes(2) <= 48 * 1024;
+}
+
 bool fast_compile_enabled() {
   static const bool on = [] {
     const char *e = std::getenv("MAGICUBE_FAST_COMPILE");
@@ -842,6 +895,17 @@ std::vector<std::string> nvrtc_options(const Plan &p) {
 llvm::Expected<KernelSource> generate(const Plan &p) {
   const bool sddmm = p.spec.op == OpKind::SDDMM;
   Gen gen(p);
+  if (p.spec.split > 1 && !gen.fast())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "split: only the int8 m16n8k32 dense-on-M SpMM kernel splits a row-block's strides "
+                                   "over warp groups; plan " + to_string(p.spec) + " uses " + p.shape.str() + " int" +
+                                       std::to_string(p.native_bits) + " " + orientation_name(p.orient) + " (use split 1)");
+  if (gen.fast() && gen.kg() > 1 && gen.kg() * gen.ring_bytes(2) + gen.extra_red_bytes(2) > 48 * 1024)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "split: " + std::to_string(gen.kg()) + " warp groups of " + to_string(p.spec) +
+                                       " need " + std::to_string(gen.kg() * gen.ring_bytes(2)) +
+                                       " bytes of shared memory for their 2-deep rings (limit 49152); use a smaller "
+                                       "bsn or split 1");
   KernelSource ks;
   ks.name = p.kernel_name();
   ks.threads = gen.threads;
@@ -888,6 +952,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   replace_all(kernel, "{{V}}", S(p.spec.v));
   replace_all(kernel, "{{BSN}}", S(p.spec.bsn));
   replace_all(kernel, "{{WN}}", S(gen.wn));
+  replace_all(kernel, "{{WPG}}", S(gen.threads / 32 / gen.kg()));
   replace_all(kernel, "{{EXTRA_PARAMS}}",
               is_float(p.spec.out) ? ",\n                float alpha, const float *__restrict__ row_scale,"
                                      " const float *__restrict__ col_scale, const float *__restrict__ bias"

@@ -42,5 +42,8 @@ std::vector<std::string> nvrtc_options(const Plan &plan);
 // Whether nvrtc_options asks NVRTC to favour compile time over code (--Ofast-compile=min):
 // off unless MAGICUBE_FAST_COMPILE=1 (read once per process).
 bool fast_compile_enabled();
+// Whether generate() can split this plan's row-block strides over spec.split warp groups:
+// the int8 m16n8k32 dense-on-M SpMM kernel whose rings fit in 48 KiB (true for split 1).
+bool can_split(const Plan &plan);
 
 }  // namespace magicube

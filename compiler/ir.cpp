@@ -92,6 +92,10 @@ llvm::Error validate(const OpSpec &s) {
     return err("stages: a ring depth of " + llvm::Twine(s.stages) + " needs the prefetch pipeline (nopf has no ring; allowed: 0)");
   if (s.stages != 0 && s.op == OpKind::SDDMM)
     return err("stages: SDDMM prefetches in registers and has no ring (allowed: 0)");
+  if (s.split != 1 && s.split != 2)
+    return err("split: " + llvm::Twine(s.split) + " warp groups per row-block are not allowed (allowed: 1, 2)");
+  if (s.split != 1 && s.op == OpKind::SDDMM)
+    return err("split: SDDMM does not split its reduction over warp groups (allowed: 1)");
   if (!is_float(s.out) && s.scale != Scale::None)
     return err("scale: a " + llvm::Twine(scale_name(s.scale)) + " scale needs a float output (out is " + out_name(s.out) +
                "; allowed: f32, f16, bf16)");
@@ -107,7 +111,7 @@ llvm::Error validate(const OpSpec &s) {
 
 std::string to_string(const OpSpec &s) {
   return std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v) +
-         ".n" + std::to_string(s.bsn) + "." + (s.prefetch ? "pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string("nopf")) + "." + out_name(s.out) +
+         ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + "." + (s.prefetch ? "pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string("nopf")) + "." + out_name(s.out) +
          (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
          (s.bias == Bias::Row ? "+rowbias" : s.bias == Bias::Col ? "+colbias" : "") + "." + arch_name(s.arch);
 }
@@ -134,7 +138,15 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   unsigned n = 0;
   if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: '" + f[2] + "' must be v<V>, e.g. v8");
   s.v = int(n);
-  if (!f[3].consume_front("n") || f[3].getAsInteger(10, n)) return err("bsn: '" + f[3] + "' must be n<BSn>, e.g. n64");
+  llvm::StringRef nf = f[3];
+  if (size_t kpos = nf.find('k'); kpos != llvm::StringRef::npos) {
+    unsigned k = 0;
+    if (nf.drop_front(kpos + 1).getAsInteger(10, k))
+      return err("split: '" + f[3] + "' must be n<BSn> or n<BSn>k<split>, e.g. n256k2");
+    s.split = int(k);
+    nf = nf.take_front(kpos);
+  }
+  if (!nf.consume_front("n") || nf.getAsInteger(10, n)) return err("bsn: '" + f[3] + "' must be n<BSn>, e.g. n64");
   s.bsn = int(n);
   if (f[4] == "nopf") {
     s.prefetch = false;
@@ -165,7 +177,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 
 llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
-                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
                             {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}};
 }
@@ -206,6 +218,7 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   s.out = *ot;
   s.arch = *cc;
   if (auto st = o->getInteger("stages")) s.stages = int(*st);
+  if (auto sp = o->getInteger("split")) s.split = int(*sp);
   if (auto sc = o->getString("scale")) {
     auto v = parse_scale(*sc);
     if (!v) return v.takeError();

@@ -54,6 +54,8 @@ struct OpSpec {
   Bias bias = Bias::None;     // float SpMM outputs only
   int stages = 0;             // SpMM's cp.async ring depth with prefetch on: 2, 3 or 4; 0 = the
                               // deepest that fits 48 KiB of shared memory (text: pf2, pf3, pf4)
+  int split = 1;              // SpMM: warp groups that share a row-block's strides, 1 or 2, each
+                              // with its own ring, summed at the end (text: n256k2)
 
   friend bool operator==(const OpSpec &, const OpSpec &) = default;
 };

@@ -96,6 +96,10 @@ const std::vector<KnobInfo> &knob_table() {
        [](int v) {
          return v == 0 ? std::string("--no-prefetch") : v == 1 ? std::string() : "--stages=" + std::to_string(v);
        }},
+      // SpMM only (SDDMM keeps 1); plans without the int8 m16n8k32 kernel refuse 2 and are skipped
+      {"split", &Knobs::split, {1, 2}, [](OpSpec &s, int v) { s.split = s.op == OpKind::SpMM ? v : 1; },
+       [](const OpSpec &s) { return s.split; },
+       [](int v) { return v == 1 ? std::string() : "--split=" + std::to_string(v); }},
   };
   return table;
 }
@@ -189,6 +193,7 @@ llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const Tune
     // Knob values that give an op the same spec (SDDMM has no ring depth) are tried once.
     const bool seen = std::any_of(out.begin(), out.end(), [&](const Enumerated &x) { return x.candidate.spec == spec; });
     for (size_t p = 0; !seen && p < plans->size(); ++p) {
+      if (!can_split((*plans)[p])) continue;  // split 2: only the int8 m16n8k32 kernel whose rings fit
       Enumerated e{{spec, k, int(p), plan_id((*plans)[p])}, std::move((*plans)[p])};
       out.push_back(std::move(e));
     }

@@ -23,7 +23,7 @@ extern "C" __global__ void __launch_bounds__({{THREADS}})
   const int n_base = blockIdx.x * BSN;        // first dense column of this block
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gid = lane >> 2, tig = lane & 3;  // mma fragment coordinates
-  const int nw = warp * {{WN}};               // this warp's first column within the tile
+  const int nw = (warp % {{WPG}}) * {{WN}};  // this warp's first column within the tile (warp groups share columns)
   const int begin = row_ptr[2 * blk];
   const int end = begin + (row_ptr[2 * blk + 1] - begin + KS - 1) / KS * KS;
   (void)M; (void)N; (void)nw; (void)gid; (void)tig; (void)V;

@@ -242,9 +242,20 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
     ASSERT_TRUE(bool(cands)) << llvm::toString(cands.takeError());
     auto plans = plan_candidates(base);
     ASSERT_TRUE(bool(plans));
-    // 4 BSn x prefetch (SpMM: ring depth 4, 3 or off; SDDMM: on or off) x plans
+    // 4 BSn x prefetch (SpMM: ring depth 4, 3 or off; SDDMM: on or off) x plans, and for
+    // SpMM the same again with split 2 where the plan's kernel can split
     const size_t pf = base.op == OpKind::SpMM ? 3 : 2;
-    EXPECT_EQ(cands->size(), 4 * pf * plans->size()) << to_string(base);
+    size_t unsplit = 0, split = 0;
+    for (const Candidate &c : *cands) {
+      (c.spec.split == 1 ? unsplit : split) += 1;
+      if (c.spec.split == 2) {
+        auto ps = plan_candidates(c.spec);
+        ASSERT_TRUE(bool(ps));
+        EXPECT_TRUE(can_split((*ps)[c.plan])) << c.str();
+      }
+    }
+    EXPECT_EQ(unsplit, 4 * pf * plans->size()) << to_string(base);
+    EXPECT_EQ(split > 0, base.op == OpKind::SpMM) << to_string(base);
     std::set<std::string> seen;
     std::set<int> bsns, prefetches;
     for (const Candidate &c : *cands) {
@@ -276,6 +287,7 @@ TEST(Autotune, KnobValuesCanBePinnedAndAreChecked) {
   TuneOptions o;
   o.knob_values["bsn"] = {128, 128};
   o.knob_values["prefetch"] = {0};
+  o.knob_values["split"] = {1};
   auto cands = tuning_candidates(kBase, o);
   ASSERT_TRUE(bool(cands)) << llvm::toString(cands.takeError());
   auto plans = plan_candidates(kBase);

@@ -32,7 +32,7 @@ TEST(Codegen, NamesAndCommentsTheKernel) {
   EXPECT_NE(ks->source.find("// plan spmm.s8xu4.v8.n64.pf.i32.sm_90"), std::string::npos);
   EXPECT_NE(ks->source.find("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32"), std::string::npos);
   // 4-bit B stays packed in shared memory (32-byte rows + 16 pad) and is widened after ldmatrix
-  EXPECT_NE(ks->source.find("unsigned char sb0[STAGES][KS][48]"), std::string::npos);
+  EXPECT_NE(ks->source.find("unsigned char sb0[KG][STAGES][KS][48]"), std::string::npos);
   EXPECT_NE(ks->source.find("mc_nib_col(r0, r1, 3, false)"), std::string::npos);
   EXPECT_NE(ks->source.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos);
   EXPECT_NE(ks->source.find("cp.async"), std::string::npos);
@@ -80,6 +80,15 @@ std::vector<Variant> grid() {
           s.op = op;
           g.push_back({s, n % 3});  // orientation/shape varies with the candidate
         }
+  // Strides split over two warp groups (SpMM's int8 m16n8k32 kernel), each tile width.
+  for (int bsn : {32, 64, 128, 256})
+    for (auto [l, r] : {std::pair<ElemType, ElemType>{{8, true}, {8, true}}, {{4, true}, {4, false}}, {{16, true}, {16, true}}}) {
+      OpSpec s = spmm(l, r, bsn == 32 ? 2 : 8, 90, bsn != 64, max_exact_k(l, r) ? OutType::Int32 : OutType::Int64);
+      if (bsn == 256 && l.bits > 8) continue;  // two 16-bit rings of 256 columns exceed 48 KiB
+      s.bsn = bsn;
+      s.split = 2;
+      g.push_back({s, 0});
+    }
   // Float epilogues: every output type and scale/bias mode on both archs.
   for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
     for (int arch : {90, 80})
@@ -122,7 +131,9 @@ TEST_P(CodegenGrid, CompilesThroughNvrtc) {
 
 INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](const auto &info) {
   const OpSpec &s = info.param.spec;
-  return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
+  return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + "_n" +
+         std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
+         (s.prefetch ? "_pf" : "_nopf") + "_sm" +
          std::to_string(s.arch) + "_" + out_name(s.out) + "_c" + std::to_string(info.param.candidate);
 });
 
@@ -155,4 +166,34 @@ TEST(Codegen, SddmmNibblesWidenWithOneMaskAndShiftBack) {
   ASSERT_TRUE(bool(src8));
   EXPECT_EQ(src8->source.find("__byte_perm(cl0_0"), std::string::npos);
   EXPECT_EQ(src8->source.find(">> 4)"), std::string::npos);
+}
+
+// split=2 needs the int8 m16n8k32 dense-on-M SpMM kernel; another plan is refused by name.
+TEST(Codegen, SplitNeedsTheFastSpmmKernel) {
+  OpSpec s;
+  s.lhs = {8, true};
+  s.rhs = {8, true};
+  s.v = 8;
+  s.arch = 90;
+  s.split = 2;
+  auto ps = plan_candidates(s);
+  ASSERT_TRUE(bool(ps)) << llvm::toString(ps.takeError());
+  int refused = 0, split = 0;
+  for (const Plan &p : *ps) {
+    auto ks = generate(p);
+    const bool fast = p.native_bits == 8 && p.shape == MmaShape{16, 8, 32} && p.orient == Orientation::DenseOnM;
+    if (fast) {
+      ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+      EXPECT_NE(ks->source.find("bar.sync"), std::string::npos) << "each warp group syncs on its own barrier";
+      EXPECT_EQ(ks->threads, 256);
+      EXPECT_NE(ks->name.find("_n64k2_"), std::string::npos) << ks->name;
+      ++split;
+    } else {
+      ASSERT_FALSE(bool(ks));
+      EXPECT_NE(llvm::toString(ks.takeError()).find("split"), std::string::npos);
+      ++refused;
+    }
+  }
+  EXPECT_EQ(split, 1);
+  EXPECT_GT(refused, 0);
 }

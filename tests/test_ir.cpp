@@ -57,6 +57,24 @@ TEST(Ir, RingDepthIsPartOfTheTextAndJson) {
   }
 }
 
+TEST(Ir, SplitIsPartOfTheTextAndJson) {
+  OpSpec s{OpKind::SpMM, {8, true}, {4, false}, 8, 256, true, OutType::Int32, 90};
+  s.split = 2;
+  s.stages = 3;
+  EXPECT_EQ(to_string(s), "spmm.s8xu4.v8.n256k2.pf3.i32.sm_90");
+  auto back = parse_opspec(to_string(s));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(*back, s);
+  auto js = opspec_from_json(to_json(s));
+  ASSERT_TRUE(bool(js)) << llvm::toString(js.takeError());
+  EXPECT_EQ(*js, s);
+  EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n64k3.pf.i32.sm_90")).find("split"), std::string::npos);
+  EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n64kx.pf.i32.sm_90")).find("n256k2"), std::string::npos);
+  s.op = OpKind::SDDMM;
+  s.stages = 0;
+  EXPECT_NE(llvm::toString(validate(s)).find("SDDMM"), std::string::npos);
+}
+
 TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   auto has = [](const std::string &msg, std::initializer_list<const char *> parts) {
     for (const char *p : parts)

@@ -79,6 +79,7 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.bsn = f.bsn;
   s.prefetch = !f.no_prefetch;
   s.stages = f.stages;
+  s.split = f.split;
   s.out = *out;
   s.arch = *arch;
   s.scale = *scale;

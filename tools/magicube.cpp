@@ -11,7 +11,7 @@
 //   magicube tune    <op flags> (--matrix=FILE.smtx | --m --k --sparsity) --n=N [--verify] ...
 //   magicube bench   [--out-dir=DIR] [--quick] [--filter=L8-R8,...] [--dlmc=DIR|ARCHIVE] ...
 //
-// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --out --scale --bias --arch
+// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --out --scale --bias --arch
 // Exit status: 0 success; 1 bad input or a failure (the message names it); 2 nothing run
 // (no GPU).
 #include <string>
@@ -48,6 +48,8 @@ cl::opt<int> BsnFlag("bsn", cl::desc("dense tile width: 32, 64, 128 or 256"), cl
 cl::opt<bool> NoPrefetchFlag("no-prefetch", cl::desc("disable the prefetch pipeline"), cl::cat(OpCat), OP_SUBS);
 cl::opt<int> StagesFlag("stages", cl::desc("SpMM cp.async ring depth: 2, 3 or 4 (0 = deepest that fits)"), cl::init(0),
                         cl::cat(OpCat), OP_SUBS);
+cl::opt<int> SplitFlag("split", cl::desc("SpMM warp groups sharing a row-block's strides: 1 or 2"), cl::init(1),
+                       cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> OutFlag("out", cl::desc("output type: int32 | int64 | f32 | f16 | bf16"), cl::init("int32"),
                              cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> ScaleFlag("scale", cl::desc("float outputs' dequantization scale: none | tensor | rowcol"),
@@ -167,6 +169,7 @@ tool::OpFlags op_flags() {
   f.bsn = BsnFlag;
   f.no_prefetch = NoPrefetchFlag;
   f.stages = StagesFlag;
+  f.split = SplitFlag;
   f.candidate = CandidateFlag;
   return f;
 }
@@ -203,6 +206,7 @@ tool::TuneArgs tune_args() {
   t.bsn_given = BsnFlag.getNumOccurrences() > 0;
   t.no_prefetch_given = NoPrefetchFlag.getNumOccurrences() > 0;
   t.stages_given = StagesFlag.getNumOccurrences() > 0;
+  t.split_given = SplitFlag.getNumOccurrences() > 0;
   t.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   t.verify = TuneVerify;
   return t;

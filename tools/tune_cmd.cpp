@@ -57,6 +57,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   if (t.bsn_given) opts.knob_values["bsn"] = {f.bsn};
   if (t.no_prefetch_given) opts.knob_values["prefetch"] = {0};
   else if (t.stages_given) opts.knob_values["prefetch"] = {f.stages == 0 ? 1 : f.stages};
+  if (t.split_given) opts.knob_values["split"] = {f.split};
   opts.warmup = r.warmup;
   opts.repeat = r.repeat;
   opts.seed = r.seed;

@@ -12,6 +12,7 @@ struct TuneArgs {
   bool bsn_given = false;         // --bsn pins the tile width (else 32, 64 and 128 are timed)
   bool no_prefetch_given = false; // --no-prefetch pins prefetch off (else ring depths 4, 3, 2 and off are timed)
   bool stages_given = false;      // --stages pins the ring depth
+  bool split_given = false;       // --split pins the warp groups
   bool candidate_given = false;   // refused: tune times every candidate plan
   bool verify = false;            // check each candidate bit-exact before timing it
 };

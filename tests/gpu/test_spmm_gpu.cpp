@@ -106,7 +106,15 @@ TEST(SpmmGpu, EveryCandidatePlanOnAwkwardShapes) {
             int bsn = v == 4 && pf ? 256 : (v + int(pf)) % 3 == 0 ? 32 : (v % 2 ? 128 : 64);
             auto ps = plan_candidates(OpSpec{OpKind::SpMM, l, r, v, bsn, pf, out, arch});
             ASSERT_TRUE(bool(ps)) << llvm::toString(ps.takeError());
-            for (const Plan &p : *ps) cases.push_back({p, 77, 301, 200});
+            for (const Plan &p : *ps) {
+              cases.push_back({p, 77, 301, 200});
+              // The int8 m16n8k32 kernel also with its strides split over two warp groups.
+              if (p.native_bits == 8 && p.shape == MmaShape{16, 8, 32} && p.orient == Orientation::DenseOnM) {
+                Plan q = p;
+                q.spec.split = 2;
+                cases.push_back({q, 77, 301, 200});
+              }
+            }
           }
   run_cases(*ctx, cases, 11);
 }
