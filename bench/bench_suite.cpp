@@ -553,10 +553,23 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
   // 64 columns, more mmas per stride) when that still gives every SM two thread blocks, else
   // 128. In our H100 probe (tests/gpu/perf_probe.cpp, 2026-11-22, M=K=4096 V=8) 256 beat 128
   // by 3-10 % on 8-bit B at N=256 and 512.
+  // Grids with fewer 128-column blocks than SMs (the M=256 ResNet shape) take BSn=64. Rows of
+  // at least 16 strides (512 vectors) split them over two warp groups where the kernel can:
+  // H100, 2026-11-22, L8-R8 V=8: M=256 K=2304 N=256 s=0.7 8.8 us (n128) -> 6.9 us (n64k2);
+  // M=K=4096 s=0.7 N=512 0.0596 -> 0.0554 ms; no gain at s=0.9, a loss at s=0.98.
   if (op == OpKind::SpMM) {
     s.bsn = 128;
     const int64_t blocks = rows > 0 ? (rows + v - 1) / v : 0, tiles = (n + 255) / 256;
-    if (blocks * tiles >= 2 * int64_t(std::max(1, ctx_.sm_count()))) s.bsn = 256;
+    const int64_t sms = std::max(1, ctx_.sm_count());
+    if (blocks * tiles >= 2 * sms) s.bsn = 256;
+    else if (rows > 0 && blocks * ((n + 127) / 128) < sms) s.bsn = 64;
+    if (reduction >= 16 * 32) {
+      OpSpec s2 = s;
+      s2.split = 2;
+      auto p2 = plan(s2);
+      if (p2 && can_split(*p2)) s.split = 2;
+      else if (!p2) llvm::consumeError(p2.takeError());
+    }
   }
   // Untuned SDDMM tile: 128 vectors (4 warps x 2 tiles) when each operand is one byte plane,
   // else 64 (their loads per k-block double). H100, 2026-11-22, M=N=4096 V=8: 128 beat 64 by
