@@ -174,6 +174,7 @@ llvm::Expected<BenchConfig> make_config(const BenchOptions &o) {
   c.sddmm_ks = {256, 512};
   c.small_sparsities = q ? std::vector<double>{0.9} : std::vector<double>{0.7, 0.9, 0.98};
   c.dlmc_vs = c.vs;
+  c.sddmm_vs = c.vs;
   c.dlmc_ns = o.ns.empty() && q ? std::vector<int64_t>{256} : c.ns;
   if (o.dlmc_limit < -1) return err("dlmc-limit: --dlmc-limit=" + llvm::Twine(o.dlmc_limit) + " is not allowed (allowed: >= 0; 0 = all)");
   c.dlmc_limit = o.dlmc_limit >= 0 ? o.dlmc_limit : (q ? 2 : 10);
@@ -587,7 +588,12 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
   for (const char *p : {"L8-R8", "L8-R4", "L4-R4", "L16-R8", "L16-R16"})
     for (int v : {8, 4, 2})
       if (vs_run.count(v)) magicube_target("spmm", p, v);
-  for (const char *p : {"L8-R8", "L4-R4", "L16-R16"}) magicube_target("sddmm", p, 8);
+  std::set<int> sddmm_vs_run;
+  for (const ResultRow &r : rows)
+    if (r.contender == kOurs && r.source == "synthetic" && r.op == "sddmm") sddmm_vs_run.insert(r.v);
+  for (const char *p : {"L8-R8", "L4-R4", "L16-R16"})
+    for (int v : {8, 4, 2})
+      if (sddmm_vs_run.count(v)) magicube_target("sddmm", p, v);
   {  // L8-R8 V=8 against dense cuBLASLt int8.
     std::vector<std::string> cells;
     bool all_faster = true, any = false;

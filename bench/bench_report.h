@@ -83,7 +83,8 @@ struct BenchConfig {
   int64_t m = 4096, k = 4096;            // synthetic SpMM
   std::vector<int64_t> sddmm_ks;         // SDDMM reduction lengths
   int64_t sddmm_m = 4096, sddmm_n = 4096;
-  int sddmm_v = 8;
+  std::vector<int> sddmm_vs;             // SDDMM mask V: the --v list; V != 8 only at the sparsities
+                                         // Magicube published (its V=8 times are the yardstick)
   std::vector<double> small_sparsities;  // the small problem: M=256 K=2304 N=256, V=8
   int64_t small_m = 256, small_k = 2304, small_n = 256;
   std::vector<int> dlmc_vs;

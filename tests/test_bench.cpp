@@ -280,6 +280,7 @@ TEST(BenchOptions, ConfigDefaultsQuickAndFilter) {
   ASSERT_TRUE(bool(c));
   EXPECT_EQ(c->spmm_precisions.size(), 5u);
   EXPECT_EQ(c->vs, (std::vector<int>{8}));
+  EXPECT_EQ(c->sddmm_vs, (std::vector<int>{8}));  // SDDMM masks follow --v
   EXPECT_EQ(c->sparsities, (std::vector<double>{0.7, 0.9, 0.98}));
   EXPECT_EQ(c->dlmc_limit, 2);
   EXPECT_EQ(c->dlmc_ns, (std::vector<int64_t>{256}));
@@ -296,6 +297,7 @@ TEST(BenchOptions, ConfigDefaultsQuickAndFilter) {
   ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
   ASSERT_EQ(c->spmm_precisions.size(), 3u);
   EXPECT_EQ(c->spmm_precisions[1].name, "L8-R4");
+  EXPECT_EQ(c->sddmm_vs, (std::vector<int>{4, 2}));
   ASSERT_EQ(c->sddmm_precisions.size(), 2u);  // L8-R8 (an SDDMM default) and u8xs4 (not a default)
   EXPECT_EQ(c->sddmm_precisions[1].name, "u8xs4");
   EXPECT_EQ(c->vs, (std::vector<int>{4, 2}));
