@@ -9,6 +9,9 @@
 //      row-major, as the fragment wants it), B's gathered rows transposed to k-contiguous
 //      registers;
 //   3. one mma per (stack group, rhs chunk) into int32 accumulators.
+// The int8 m16n8k32 kernel (codegen's fast path) moves every input of a stride through one
+// cp.async ring instead, and with split 2 runs two warp groups of WPG warps over alternate
+// strides (each group its own ring), summing their accumulators in shared memory at the end.
 // The epilogue shifts each accumulator element by its chunk term's shift, sums the terms,
 // exchanges stacked slots between lanes, and writes the V rows.
 // ---------------------------------------------------------------------------------------
