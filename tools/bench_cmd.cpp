@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/cuda_driver.h"
 #include "tools/commands.h"
+#include "tools/inputs.h"
 
 #ifndef MAGICUBE_SOURCE_DIR
 #define MAGICUBE_SOURCE_DIR ""
@@ -96,21 +97,13 @@ int cmd_bench(const bench::BenchOptions &o, int argc, char **argv) {
   std::string why = no_gpu_reason();
   if (why.empty())
     if (llvm::Error e = bench::require_cuda_device()) why = llvm::toString(std::move(e));
-  if (!why.empty()) {
-    llvm::errs() << "magicube: no GPU: " << why << "\n";
-    return 2;
-  }
+  if (!why.empty()) return no_gpu_exit(why);
   if (std::error_code ec = llvm::sys::fs::create_directories(o.out_dir))
     return fail("out-dir: cannot create " + o.out_dir + ": " + ec.message());
 
-  // Held to the end of the process: the loaded-kernel cache (a static made later, so
-  // destroyed earlier) unloads its modules while the context is still alive.
-  static std::optional<Context> ctx;
-  {
-    auto created = Context::create(0);
-    if (!created) return fail(created.takeError());
-    ctx.emplace(std::move(*created));
-  }
+  auto opened = process_context();
+  if (!opened) return fail(opened.takeError());
+  Context *ctx = *opened;
   bench::Progress progress = bench::Progress::for_stderr();
   progress.message(fmt::format("magicube bench: {} on {}; results in {}", o.quick ? "quick run" : "full run",
                                ctx->name(), o.out_dir));

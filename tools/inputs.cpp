@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "llvm/Support/raw_ostream.h"
 #include "runtime/smtx.h"
 
 namespace magicube::tool {
@@ -88,6 +90,30 @@ int plan_arch_for_device(int cc) {
   for (int a : {80, 86, 89, 90})
     if (a <= cc) best = a;
   return best;
+}
+
+int no_gpu_exit(const std::string &why) {
+  llvm::errs() << "magicube: no GPU: " << why << "\n";
+  return 2;
+}
+
+llvm::Expected<Context *> process_context() {
+  static std::optional<Context> ctx;
+  if (!ctx) {
+    auto created = Context::create(0);
+    if (!created) return created.takeError();
+    ctx.emplace(std::move(*created));
+  }
+  return &*ctx;
+}
+
+llvm::Expected<int> device_plan_arch(const Context &ctx) {
+  const int arch = plan_arch_for_device(ctx.compute_capability());
+  if (arch == 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "arch: the device " + ctx.name() + " is " + arch_name(ctx.compute_capability()) +
+                                       " (supported: sm_80 and newer)");
+  return arch;
 }
 
 }  // namespace magicube::tool

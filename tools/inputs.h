@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "llvm/Support/Error.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/vector_sparse.h"
 #include "tools/commands.h"
 
@@ -36,5 +38,15 @@ std::string missing_list(std::initializer_list<std::pair<bool, const char *>> fl
 
 // The newest arch a plan can target on a device of compute capability `cc`; 0 if none.
 int plan_arch_for_device(int cc);
+
+// Prints "magicube: no GPU: <why>" and returns exit status 2 (nothing was run).
+int no_gpu_exit(const std::string &why);
+
+// Device 0's context, created once and held to the end of the process: the loaded-kernel
+// cache (a static made later, so destroyed earlier) unloads its modules while it is alive.
+llvm::Expected<Context *> process_context();
+
+// The arch to plan for on `ctx`'s device, or an error naming the device and what is supported.
+llvm::Expected<int> device_plan_arch(const Context &ctx);
 
 }  // namespace magicube::tool

@@ -78,25 +78,14 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   const int64_t k = sddmm ? r.k : sparse->cols;
 
   // ---- the GPU ----
-  std::string why = no_gpu_reason();
-  if (!why.empty()) {
-    llvm::errs() << "magicube: no GPU: " << why << "\n";
-    return 2;
-  }
-  // Held to the end of the process: the loaded-kernel cache unloads its modules while the
-  // context is still alive.
-  static std::optional<Context> ctx;
-  {
-    auto created = Context::create(0);
-    if (!created) return fail(created.takeError());
-    ctx.emplace(std::move(*created));
-  }
+  if (std::string why = no_gpu_reason(); !why.empty()) return no_gpu_exit(why);
+  auto opened = process_context();
+  if (!opened) return fail(opened.takeError());
+  Context *ctx = *opened;
   if (!f.arch_given) {  // plan for the device's own arch
-    int arch = plan_arch_for_device(ctx->compute_capability());
-    if (arch == 0)
-      return fail("arch: the device " + ctx->name() + " is " + arch_name(ctx->compute_capability()) +
-                  " (supported: sm_80 and newer)");
-    spec->arch = arch;
+    auto arch = device_plan_arch(*ctx);
+    if (!arch) return fail(arch.takeError());
+    spec->arch = *arch;
   }
   auto cands = tuning_candidates(*spec, opts);
   if (!cands) return fail(cands.takeError());
