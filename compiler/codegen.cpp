@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -76,6 +77,26 @@ struct Gen {
     }
     kpr = 32 / plan.native_bits;
     tiles = fast() || sfast() ? wn / 16 : 16 / plan.dense_side();
+  }
+
+  // Zeroed int32 accumulators acc_g<group>_r<rhs chunk>_t<tile>, one mma tile each.
+  void declare_accumulators() {
+    const int nc = c_regs(p.shape);
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      for (size_t j = 0; j < p.rhs.size(); ++j)
+        for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
+  }
+
+  // The int8 m16n8k32 dense-on-M mmas of one k-step: for each (stack group, rhs chunk) term
+  // and tile, acc += the rhs fragment named rhs(chunk, tile) x the lhs fragment <lhs><group>.
+  void int8_mmas(const std::string &indent, const std::function<std::string(int, int)> &rhs, const std::string &lhs) {
+    for (const Term &term : p.terms) {
+      if (term.slot != 0) continue;
+      bool a_s = p.rhs[term.rhs_chunk].is_signed, b_s = p.groups[term.group].is_signed;
+      for (int t = 0; t < tiles; ++t)
+        b << indent << wrapper_name(p.shape, 8, a_s, b_s) << "(acc_g" << term.group << "_r" << term.rhs_chunk << "_t" << t
+          << ", " << rhs(term.rhs_chunk, t) << ", " << lhs << term.group << ");\n";
+    }
   }
 
   bool dense_on_m() const { return p.orient == Orientation::DenseOnM; }
@@ -467,19 +488,12 @@ struct Gen {
           b << in << "const u32 ra" << j << "_" << t << "[4] = {" << word(c, x0, 2 * h) << ", " << word(c, x1, 2 * h)
             << ", " << word(c, x0, 2 * h + 1) << ", " << word(c, x1, 2 * h + 1) << "};\n";
         }
-      for (const Term &term : p.terms) {
-        if (term.slot != 0) continue;
-        bool a_s = p.rhs[term.rhs_chunk].is_signed, b_s = p.groups[term.group].is_signed;
-        for (int t = 0; t < tiles; ++t)
-          b << in << wrapper_name(p.shape, 8, a_s, b_s) << "(acc_g" << term.group << "_r" << term.rhs_chunk << "_t" << t
-            << ", ra" << term.rhs_chunk << "_" << t << ", lb" << term.group << ");\n";
-      }
+      int8_mmas(in, [](int j, int t) { return "ra" + S(j) + "_" + S(t); }, "lb");
       b << indent << "}\n";
     }
   }
 
   std::string sddmm_fast_body() {
-    const int nc = c_regs(p.shape);
     b << "  constexpr int KB = " << 64 * sl() << ";  // k per block: each lane loads " << 16 * sl()
       << " consecutive k of each of its rows\n";
     b << "  const int kq = tig * " << 16 * sl() << ";  // this lane's first k within the block\n";
@@ -503,9 +517,7 @@ struct Gen {
             << " * ldk + kq) * " << p.rhs[j].storage_bits << " / 8;\n";
       }
     b << "  // ---- int32 accumulators, one mma tile per (stack group, rhs chunk, tile) ----\n";
-    for (size_t g = 0; g < p.groups.size(); ++g)
-      for (size_t j = 0; j < p.rhs.size(); ++j)
-        for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
+    declare_accumulators();
     if (p.spec.prefetch) {
       b << "  // ---- k-blocks: the next block's loads are in flight while this block's mmas run ----\n";
       sfast_decl("c", "  ");
@@ -675,13 +687,7 @@ struct Gen {
           b << "      " << R << "[3] = __byte_perm(r2, r3, 0x7531);\n    }\n";
         }
     }
-    for (const Term &term : p.terms) {
-      if (term.slot != 0) continue;
-      bool a_s = p.rhs[term.rhs_chunk].is_signed, b_s = p.groups[term.group].is_signed;
-      for (int t = 0; t < tiles; ++t)
-        b << "    " << wrapper_name(p.shape, 8, a_s, b_s) << "(acc_g" << term.group << "_r" << term.rhs_chunk << "_t" << t
-          << ", rf" << term.rhs_chunk << "_t" << t << ", lf" << term.group << ");\n";
-    }
+    int8_mmas("    ", [](int j, int t) { return "rf" + S(j) + "_t" + S(t); }, "lf");
   }
 
   // A's fragments (from ring slot `slot`), the rhs fragments and the mmas of one stride.
@@ -719,7 +725,6 @@ struct Gen {
 
   std::string fast_body() {
     const int S_ = stages();
-    const int nc = c_regs(p.shape);
     b << "  constexpr int KG = " << kg() << ";  // warp groups: group g takes the row-block's strides g, g + KG, ...\n";
     b << "  constexpr int GT = THREADS / KG;  // threads per group\n";
     if (kg() == 1) b << "  const int grp = 0, tid = threadIdx.x;\n";
@@ -736,9 +741,7 @@ struct Gen {
         << p.lhs[i].str() << ", " << p.lhs[i].storage_bits << "-bit, V x KS row-major\n";
     b << "  __shared__ __align__(16) int sidx[KG][IR][KS];\n";
     if (extra_red_bytes(S_)) b << "  __shared__ __align__(16) int sred[" << red_bytes() / 4 << "];  // the groups' accumulators\n";
-    for (size_t g = 0; g < p.groups.size(); ++g)
-      for (size_t j = 0; j < p.rhs.size(); ++j)
-        for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
+    declare_accumulators();
     b << "  const int nstrides = ((end - begin) / KS - grp + KG - 1) / KG;  // this group's strides\n";
     fast_copy_setup();
     if (S_ == 1) {
@@ -783,17 +786,13 @@ struct Gen {
   }
 
   std::string sddmm_body() {
-    const int nc = c_regs(p.shape);
     b << "  // ---- the B columns of this warp's vectors (rows past the list read column 0, unwritten) ----\n";
     b << "  const int qa = begin + n_base + nw + gid;\n";
     b << "  const int cv0 = qa < qend ? max(col_idx[qa], 0) : 0;\n";
     b << "  const int cv1 = qa + 8 < qend ? max(col_idx[qa + 8], 0) : 0;\n";
     b << "  (void)cv1;\n";
     b << "  // ---- int32 accumulators, one mma tile per (stack group, rhs chunk, tile) ----\n";
-    for (size_t g = 0; g < p.groups.size(); ++g)
-      for (size_t j = 0; j < p.rhs.size(); ++j)
-        for (int t = 0; t < tiles; ++t)
-          b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
+    declare_accumulators();
     if (p.spec.prefetch) {
       const int n = dense_on_m() ? b_regs(p.shape, p.native_bits) : a_regs(p.shape, p.native_bits);
       for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 lf" << g << "[" << n << "];  // group " << g << ", k-step 0\n";
@@ -826,16 +825,12 @@ struct Gen {
   }
 
   std::string body() {
-    const int nc = c_regs(p.shape);
     b << "  // ---- shared memory: the stride's gathered B rows, one buffer per rhs chunk plane ----\n";
     for (size_t j = 0; j < p.rhs.size(); ++j)
       b << "  __shared__ __align__(16) unsigned char sb" << j << "[KS][" << pitch(p.rhs[j]) << "];  // "
         << p.rhs[j].str() << ", " << p.rhs[j].storage_bits << "-bit, row = stored slot\n";
     b << "  // ---- int32 accumulators, one mma tile per (stack group, rhs chunk, dense tile) ----\n";
-    for (size_t g = 0; g < p.groups.size(); ++g)
-      for (size_t j = 0; j < p.rhs.size(); ++j)
-        for (int t = 0; t < tiles; ++t)
-          b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
+    declare_accumulators();
     if (p.spec.prefetch) {
       for (size_t j = 0; j < p.rhs.size(); ++j) {
         int total = p.shape.k * row_bytes(p.rhs[j]) / 16;
