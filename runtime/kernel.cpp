@@ -273,9 +273,7 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
     return err("sddmm: the mask is " + llvm::Twine(mask.rows) + " x " + llvm::Twine(mask.cols) + " but A has " +
                llvm::Twine(a.rows) + " rows and B " + llvm::Twine(b.rows) + " columns");
   if (auto e = check_reduction_length(plan_, a.k)) return e;
-  if (a.ld % 128 != 0 || a.ld < (a.k + 127) / 128 * 128)  // the kernels read whole 64- or 128-k blocks
-    return err("sddmm: the operands' pitch " + llvm::Twine(a.ld) + " is not a multiple of 128 covering K=" +
-               llvm::Twine(a.k) + " (pack them with Sddmm::pack_lhs and pack_rhs)");
+  if (auto e = check_dense_pitch(a.k, a.ld)) return e;
   if (mask.num_blocks == 0 || mask.max_block_length == 0) return llvm::Error::success();
   if (mask.num_blocks > 65535) return err("sddmm: " + llvm::Twine(mask.num_blocks) + " row-blocks exceed the grid's 65535");
   llvm::SmallVector<CUdeviceptr, 16> ptrs{mask.row_ptr.ptr(), mask.col_idx.ptr()};

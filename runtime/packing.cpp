@@ -75,4 +75,11 @@ llvm::Expected<PackedDense> pack_sddmm_rhs(const std::vector<int64_t> &b, int64_
   return pack_k_rows(b, n, n, k, plan.rhs);  // column-major B: column c is K-contiguous at c * k
 }
 
+llvm::Error check_dense_pitch(int64_t k, int64_t ld) {
+  if (ld % 128 == 0 && ld >= (k + 127) / 128 * 128) return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "sddmm: the operands' pitch " + std::to_string(ld) + " is not a multiple of 128 covering K=" +
+                                     std::to_string(k) + " (pack them with Sddmm::pack_lhs and pack_rhs)");
+}
+
 }  // namespace magicube

@@ -41,5 +41,8 @@ struct PackedDense {
 };
 llvm::Expected<PackedDense> pack_sddmm_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k, const Plan &plan);
 llvm::Expected<PackedDense> pack_sddmm_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan);
+// The SDDMM kernels read whole 64- or 128-k blocks: the pitch must be a multiple of 128
+// that covers K (the packers' kLdbAlign pitch is). The error names both.
+llvm::Error check_dense_pitch(int64_t k, int64_t ld);
 
 }  // namespace magicube

@@ -197,3 +197,24 @@ TEST(Codegen, SplitNeedsTheFastSpmmKernel) {
   EXPECT_EQ(split, 1);
   EXPECT_GT(refused, 0);
 }
+
+// The SDDMM kernels read whole 64- or 128-k blocks: launch_sddmm refuses a pitch that is not
+// a multiple of 128 covering K, naming both; the packers' pitch always passes.
+TEST(Codegen, SddmmPitchMustCoverWholeKBlocks) {
+  OpSpec s;
+  s.op = OpKind::SDDMM;
+  s.lhs = {4, true};
+  s.rhs = {4, true};
+  s.arch = 90;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  for (int64_t k : {1, 100, 128, 129, 1000}) {
+    auto a = pack_sddmm_lhs(std::vector<int64_t>(size_t(8 * k), 1), 8, k, *p);
+    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
+    EXPECT_FALSE(bool(check_dense_pitch(a->k, a->ld))) << "K=" << k << " ld=" << a->ld;
+  }
+  const std::string bad = llvm::toString(check_dense_pitch(300, 320));
+  EXPECT_NE(bad.find("pitch 320"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("K=300"), std::string::npos) << bad;
+  EXPECT_NE(llvm::toString(check_dense_pitch(300, 256)), "") << "a pitch below K";
+}
