@@ -24,9 +24,11 @@ llvm::Error api_error(const char *call, nvrtcResult r, const std::string &file_n
 // Destroys the program on every path out of nvrtc_compile.
 struct ProgramGuard {
   nvrtcProgram prog = nullptr;
-  ~ProgramGuard() {
+  void reset() {
     if (prog) nvrtcDestroyProgram(&prog);
+    prog = nullptr;
   }
+  ~ProgramGuard() { reset(); }
 };
 
 std::vector<std::string> split_lines(const std::string &text) {
@@ -95,36 +97,24 @@ llvm::Expected<std::string> nvrtc_compile(const std::string &source, const std::
 
   std::vector<std::string> options = nvrtc_base_options(arch, emit);
   options.insert(options.end(), extra_options.begin(), extra_options.end());
-  std::vector<const char *> argv;
-  for (const std::string &o : options) argv.push_back(o.c_str());
 
   auto t0 = std::chrono::steady_clock::now();
   ProgramGuard guard;
-  nvrtcResult r = nvrtcCreateProgram(&guard.prog, source.c_str(), name.c_str(), 0, nullptr, nullptr);
-  if (r != NVRTC_SUCCESS) {
-    guard.prog = nullptr;
-    return api_error("nvrtcCreateProgram", r, name);
-  }
-
-  nvrtcResult compiled = nvrtcCompileProgram(guard.prog, static_cast<int>(argv.size()), argv.data());
-  if (compiled == NVRTC_ERROR_INVALID_OPTION) {
-    // An older NVRTC without the compile-time options: the same compile without them.
-    auto speed_only = [](const std::string &o) { return o == "-minimal" || o.rfind("--Ofast-compile", 0) == 0; };
-    std::vector<std::string> kept;
-    for (const std::string &o : options)
-      if (!speed_only(o)) kept.push_back(o);
-    if (kept.size() != options.size()) {
-      options = kept;
-      argv.clear();
-      for (const std::string &o : options) argv.push_back(o.c_str());
-      ProgramGuard again;
-      if ((r = nvrtcCreateProgram(&again.prog, source.c_str(), name.c_str(), 0, nullptr, nullptr)) != NVRTC_SUCCESS) {
-        again.prog = nullptr;
-        return api_error("nvrtcCreateProgram", r, name);
-      }
-      std::swap(guard.prog, again.prog);
-      compiled = nvrtcCompileProgram(guard.prog, static_cast<int>(argv.size()), argv.data());
+  nvrtcResult r = NVRTC_SUCCESS, compiled = NVRTC_SUCCESS;
+  for (;;) {
+    guard.reset();
+    if ((r = nvrtcCreateProgram(&guard.prog, source.c_str(), name.c_str(), 0, nullptr, nullptr)) != NVRTC_SUCCESS) {
+      guard.prog = nullptr;
+      return api_error("nvrtcCreateProgram", r, name);
     }
+    std::vector<const char *> argv;
+    for (const std::string &o : options) argv.push_back(o.c_str());
+    compiled = nvrtcCompileProgram(guard.prog, static_cast<int>(argv.size()), argv.data());
+    if (compiled != NVRTC_ERROR_INVALID_OPTION) break;
+    // An older NVRTC without the compile-time options: the same compile once more without them.
+    const size_t before = options.size();
+    std::erase_if(options, [](const std::string &o) { return o == "-minimal" || o.rfind("--Ofast-compile", 0) == 0; });
+    if (options.size() == before) break;
   }
 
   size_t log_size = 0;
