@@ -182,6 +182,14 @@ void parallel_blocks(const std::vector<int64_t> &blocks, const std::function<voi
 struct Mismatch {
   int64_t count = 0;
   int64_t first_row = -1, first_col = -1, got = 0, want = 0;
+  // Adds a worker's mismatches (under `mu`), keeping the first one by row.
+  void merge(const Mismatch &local, std::mutex &mu) {
+    if (!local.count) return;
+    std::lock_guard<std::mutex> lock(mu);
+    const int64_t c = count;
+    if (!c || local.first_row < first_row) *this = local;
+    count = c + local.count;
+  }
 };
 
 std::string check_text(const Mismatch &mm, int64_t checked_blocks, int64_t nb, int64_t elements, const char *what) {
@@ -226,16 +234,7 @@ std::string check_spmm(const VectorSparse &a, const std::vector<int64_t> &b, int
       }
     }
     elements += count;
-    if (local.count) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!mm.count || local.first_row < mm.first_row) {
-        int64_t c = mm.count;
-        mm = local;
-        mm.count += c;
-      } else {
-        mm.count += local.count;
-      }
-    }
+    mm.merge(local, mu);
   });
   return check_text(mm, int64_t(blocks.size()), a.num_blocks(), elements.load(), "C");
 }
@@ -270,16 +269,7 @@ std::string check_sddmm(const VectorSparse &mask, const std::vector<int64_t> &a,
       }
     }
     elements += count;
-    if (local.count) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!mm.count || local.first_row < mm.first_row) {
-        int64_t c = mm.count;
-        mm = local;
-        mm.count += c;
-      } else {
-        mm.count += local.count;
-      }
-    }
+    mm.merge(local, mu);
   });
   return check_text(mm, int64_t(blocks.size()), mask.num_blocks(), elements.load(), "out");
 }
