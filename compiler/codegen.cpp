@@ -70,13 +70,17 @@ struct Gen {
       threads = warps * 32 * kg();
       wn = plan.spec.bsn / warps;
     }
+    if (resident()) {  // resident B: 16 warps, each taking whole row-blocks over all BSn columns
+      threads = 16 * 32;
+      wn = plan.spec.bsn;
+    }
     if (sfast()) {  // SDDMM fast path: up to 4 warps, 16 vectors per tile, BSn / 16 / warps tiles each
       const int warps = std::min(4, plan.spec.bsn / 16);
       threads = warps * 32;
       wn = plan.spec.bsn / warps;
     }
     kpr = 32 / plan.native_bits;
-    tiles = fast() || sfast() ? wn / 16 : 16 / plan.dense_side();
+    tiles = fast() || sfast() || resident() ? wn / 16 : 16 / plan.dense_side();
   }
 
   // Zeroed int32 accumulators acc_g<group>_r<rhs chunk>_t<tile>, one mma tile each.
@@ -136,7 +140,8 @@ struct Gen {
   std::string lhs_reg(int li, const std::string &r, const std::string &k0) const {
     if (fast()) {  // the stride's values in ring slot `slot` of shared memory
       const Chunk &c = p.lhs[li];
-      const std::string at = "&sa" + S(li) + "[grp][slot][((" + r + ") * KS + " + k0 + ")" + (c.storage_bits == 4 ? " / 2]" : "]");
+      const std::string off = "((" + r + ") * KS + " + k0 + ")" + (c.storage_bits == 4 ? " / 2" : "");
+      const std::string at = "&sa" + S(li) + "[grp][slot][" + off + "]";
       if (c.storage_bits == 8) return "*(const u32 *)" + at;
       return "mc_widen4to8(*(const u16 *)" + at + ", " + (c.is_signed ? "true" : "false") + ")";
     }
@@ -329,7 +334,7 @@ struct Gen {
             << e.mask << ");  // " << e.str() << "\n";
         }
       }
-      if (fast() && !is_float(p.spec.out)) {
+      if ((fast() || resident()) && !is_float(p.spec.out)) {
         // Registers i and i + 2 hold one row's two adjacent columns: one 8- or 16-byte store.
         const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
         b << "    #pragma unroll\n    for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)\n";
@@ -355,7 +360,7 @@ struct Gen {
         b << "      const int crow = gid, ccol = tig * 2 + i;\n";
       if (nib())  // tile pair q: mma row m holds the warp's column 32q + 4 * (m % 8) + 2 * (t % 2) + m / 8
         b << "      const int vidx = ccol, col = n_base + nw + " << 32 * (t / 2) + 2 * (t % 2) << " + 4 * gid + (i >> 1);\n";
-      else if (fast())  // mma row m holds the warp's column 2 * (m % 8) + m / 8 (ldmatrix.trans order)
+      else if (fast() || resident())  // mma row m holds the warp's column 2 * (m % 8) + m / 8 (ldmatrix.trans order)
         b << "      const int vidx = ccol, col = n_base + nw + " << 16 * t << " + 2 * gid + (i >> 1);\n";
       else if (dense_on_m())
         b << "      const int vidx = ccol, col = n_base + nw + " << 16 * t << " + crow;\n";
@@ -385,12 +390,12 @@ struct Gen {
   // ldmatrix.x4.trans.b16 turns the B rows into k-contiguous A fragments: two prmt per
   // register pair for bytes, mask/shift + prmt per dense column for packed nibbles. The
   // plan's 16-slot column shuffle matches that k order.
-  bool fast() const {
-    return !sddmm() && dense_on_m() && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32};
-  }
+  bool int8m() const { return !sddmm() && dense_on_m() && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32}; }
+  bool fast() const { return int8m() && !p.spec.resident; }
+  bool resident() const { return int8m() && p.spec.resident; }
   // Every rhs plane is 4-bit: B stays packed in shared memory and is widened after ldmatrix.
   bool nib() const {
-    if (!fast()) return false;
+    if (!int8m()) return false;
     for (const Chunk &c : p.rhs)
       if (c.storage_bits != 4) return false;
     return true;
@@ -654,8 +659,16 @@ struct Gen {
       << "                   : \"r\"((unsigned)__cvta_generic_to_shared(" << addr << ")));\n";
   }
 
+  // The shared-memory address of this lane's ldmatrix row (k slot `lane`) at byte `off` of
+  // the warp's columns of rhs plane j: a ring row (fast path) or the gathered row of the
+  // resident slice, its 16-byte units swizzled (resident_swizzle).
+  std::string b_frag_addr(int j, int off) const {
+    if (resident()) return "sb" + S(j) + " + brow" + S(j) + " + ((" + S(off / 16) + " ^ sw" + S(j) + ") << 4)";
+    return "&sb" + S(j) + "[grp][slot][lane][" + (nib() ? "nw / 2 + " : "nw + ") + S(off) + "]";
+  }
+
   // Fragments of every rhs plane from ring slot `slot`, then the mmas.
-  void fast_frags_and_mmas() {
+  void fast_frags_and_mmas(const std::string &lhs = "lf") {
     if (nib()) {
       for (size_t j = 0; j < p.rhs.size(); ++j) {
         const std::string sg = p.rhs[j].is_signed ? "true" : "false";
@@ -663,7 +676,7 @@ struct Gen {
           b << "    u32 rf" << j << "_t" << 2 * q << "[4], rf" << j << "_t" << 2 * q + 1 << "[4];  // rhs chunk " << j
             << ": columns nw + " << 32 * q << " + 4*gid + {0,1} and {2,3}\n";
           b << "    {\n      u32 r0, r1, r2, r3;  // packed nibbles: 4 columns x 2 k rows each\n";
-          ldmatrix_x4_trans("&sb" + S(j) + "[grp][slot][lane][nw / 2 + " + S(16 * q) + "]");
+          ldmatrix_x4_trans(b_frag_addr(int(j), 16 * q));
           for (int c = 0; c < 4; ++c) {
             const std::string R = "rf" + S(j) + "_t" + S(2 * q + c / 2) + "[" + S(c % 2);
             b << "      " << R << "] = mc_nib_col(r0, r1, " << c << ", " << sg << ");\n";
@@ -680,14 +693,14 @@ struct Gen {
           b << "    u32 " << R << "[4];  // rhs chunk " << j << ": columns nw + " << 16 * t
             << " + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)\n";
           b << "    {\n      u32 r0, r1, r2, r3;\n";
-          ldmatrix_x4_trans("&sb" + S(j) + "[grp][slot][lane][nw + " + S(16 * t) + "]");
+          ldmatrix_x4_trans(b_frag_addr(int(j), 16 * t));
           b << "      " << R << "[0] = __byte_perm(r0, r1, 0x6420);\n";
           b << "      " << R << "[1] = __byte_perm(r0, r1, 0x7531);\n";
           b << "      " << R << "[2] = __byte_perm(r2, r3, 0x6420);\n";
           b << "      " << R << "[3] = __byte_perm(r2, r3, 0x7531);\n    }\n";
         }
     }
-    int8_mmas("    ", [](int j, int t) { return "rf" + S(j) + "_t" + S(t); }, "lf");
+    int8_mmas("    ", [](int j, int t) { return "rf" + S(j) + "_t" + S(t); }, lhs);
   }
 
   // A's fragments (from ring slot `slot`), the rhs fragments and the mmas of one stride.
@@ -785,6 +798,125 @@ struct Gen {
     return b.str();
   }
 
+  // ---- SpMM resident-B path: int8 m16n8k32, dense dimension on M, B slice in shared memory ----
+  // Each thread block copies its K x BSn slice of B (every rhs plane) into dynamic shared
+  // memory once, then its 16 warps take the row-blocks of its part of the row-block list one
+  // at a time (a shared counter) and gather the rows a stride names straight from the slice
+  // with ldmatrix: B crosses L2 once per block instead of once per vector. Each lane loads
+  // its own column index and A fragment of the next strides into registers, DEPTH strides
+  // ahead (a register ring, unrolled). The 16-byte units of each slice row are swizzled so
+  // that 8 rows of different column residues mod 8 (what the bank-balanced SR-BCRS puts in
+  // every 8 slots) sit in 8 different bank groups.
+  int res_row_bytes(const Chunk &c) const { return p.spec.bsn * c.storage_bits / 8; }
+  int res_slice_bytes_per_k() const {
+    int bytes = 0;
+    for (const Chunk &c : p.rhs) bytes += res_row_bytes(c);
+    return bytes;
+  }
+  // Strides in flight per warp: pf2 / pf3 / pf4 give 2 / 3 / 4; pf (automatic) 4.
+  int res_depth() const { return p.spec.stages ? p.spec.stages : 4; }
+  int res_ring_bytes() const { return 0; }  // the ring is in registers
+  // resident_swizzle (codegen.h) as a CUDA expression of row `k`.
+  static std::string res_swizzle(const std::string &k, int units) {
+    switch (units) {
+      case 1: return "0";
+      case 2: return "((" + k + " >> 2) & 1)";
+      case 4: return "((" + k + " >> 1) & 3)";
+      default: return "(" + k + " & 7)";
+    }
+  }
+
+  // Register slot d of the ring: the next stride's column index of this lane (ci<d>), its lhs
+  // fragments (ls<d>_<group>[]), and its row-block and flags (rb<d>, fl<d>).
+  void res_issue(int d, const std::string &in) {
+    const std::string D = S(d);
+    b << in << "rb" << D << " = -1, fl" << D << " = 0;\n";
+    b << in << "if (irb < rb_hi) {\n" << in << "  rb" << D << " = irb;\n";
+    b << in << "  if (is < ie) {\n";
+    b << in << "    const long long s = (long long)is * KS;  // the stride's first slot\n";
+    b << in << "    ci" << D << " = __ldg(col_idx + s + lane);\n";
+    lhs_frags("ls" + D + "_", false, in + "    ");
+    b << in << "    ++is;\n";
+    b << in << "  } else {\n" << in << "    fl" << D << " = 2;  // no vectors: the row-block's output is zeros\n" << in
+      << "  }\n";
+    b << in << "  if (is >= ie) fl" << D << " |= 1, advance();\n" << in << "}\n";
+  }
+
+  std::string resident_body() {
+    const int DEPTH = res_depth(), nb = b_regs(p.shape, 8);
+    b << "  constexpr int WARPS = THREADS / 32;\n";
+    b << "  extern __shared__ __align__(16) unsigned char smem[];\n";
+    b << "  __shared__ int next_rb;  // the next row-block of this block's part that no warp has taken\n";
+    b << "  const int KR = max(K, 8);  // slice rows: pads gather rows 0..7\n";
+    std::string base = "smem";
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      const Chunk &c = p.rhs[j];
+      b << "  unsigned char *sb" << j << " = " << base << ";  // rhs plane " << j << " (" << c.str() << ", "
+        << c.storage_bits << "-bit): KR rows x " << res_row_bytes(c) << " bytes\n";
+      base = "sb" + S(j) + " + KR * " + S(res_row_bytes(c));
+    }
+    b << "  (void)KR;\n";
+    b << "  if (threadIdx.x == 0) next_rb = rb_lo + WARPS;  // warp w starts with row-block rb_lo + w\n";
+    b << "  // ---- this block's slice of B into shared memory, once ----\n";
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      const Chunk &c = p.rhs[j];
+      const int U = res_row_bytes(c) / 16;
+      b << "  {  // plane " << j << ": K rows x " << U << " units of 16 bytes, stored swizzled and contiguous per slice\n";
+      b << "    const unsigned char *src = b" << j << " + (long long)blockIdx.x * K * " << res_row_bytes(c) << ";\n";
+      b << "    for (int i = threadIdx.x; i < K * " << U << "; i += THREADS)\n";
+      b << "      " << cp16("sb" + S(j) + " + i * 16", "src + (long long)i * 16");
+      b << "  }\n";
+    }
+    b << "  asm volatile(\"cp.async.commit_group;\\n\" ::);\n";
+    b << "  __syncthreads();  // next_rb is set\n";
+    b << "  // ---- which stride is loaded next: row-blocks taken one at a time ----\n";
+    b << "  int irb = rb_hi, is = 0, ie = 0;           // row-block being loaded, its next stride, its end (strides)\n";
+    b << "  int nrb = rb_lo + warp, nb0 = 0, nb1 = 0;  // the row-block after it and its row pointers, loaded early\n";
+    b << "  if (nrb < rb_hi) nb0 = __ldg(row_ptr + 2 * nrb), nb1 = __ldg(row_ptr + 2 * nrb + 1);\n";
+    b << "  auto advance = [&]() {  // start loading row-block nrb and take the one after it\n";
+    b << "    irb = nrb, is = nb0 / KS, ie = (nb1 + KS - 1) / KS;\n";
+    b << "    if (irb >= rb_hi) return;\n";
+    b << "    int r = 0;\n    if (lane == 0) r = atomicAdd(&next_rb, 1);\n";
+    b << "    nrb = __shfl_sync(0xffffffffu, r, 0);\n";
+    b << "    if (nrb < rb_hi) nb0 = __ldg(row_ptr + 2 * nrb), nb1 = __ldg(row_ptr + 2 * nrb + 1);\n";
+    b << "  };\n  advance();\n";
+    b << "  // ---- the register ring: " << DEPTH << " strides in flight per warp ----\n";
+    for (int d = 0; d < DEPTH; ++d) {
+      b << "  int ci" << d << " = 0, rb" << d << ", fl" << d << ";\n";
+      for (size_t g = 0; g < p.groups.size(); ++g) b << "  u32 ls" << d << "_" << g << "[" << nb << "];\n";
+      res_issue(d, "  ");
+    }
+    b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);  // this thread's part of the slice landed\n";
+    b << "  __syncthreads();  // and every thread's\n";
+    declare_accumulators();
+    b << "  for (;;) {\n";
+    for (int d = 0; d < DEPTH; ++d) {
+      const std::string D = S(d);
+      b << "    // ---- ring slot " << D << " ----\n";
+      b << "    if (rb" << D << " < 0) break;\n";
+      b << "    if (!(fl" << D << " & 2)) {\n";
+      b << "      const int row = ci" << D << " < 0 ? (lane & 7) : ci" << D
+        << ";  // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart\n";
+      for (size_t j = 0; j < p.rhs.size(); ++j)
+        b << "      const int brow" << j << " = row * " << res_row_bytes(p.rhs[j]) << ", sw" << j << " = "
+          << res_swizzle("row", res_row_bytes(p.rhs[j]) / 16) << ";\n";
+      fast_frags_and_mmas("ls" + D + "_");
+      b << "    }\n";
+      b << "    if (fl" << D << " & 1) {  // the row-block's last stride: write its V rows, start the next from zero\n";
+      b << "      const int blk = rb" << D << ";\n";
+      epilogue();
+      for (size_t g = 0; g < p.groups.size(); ++g)
+        for (size_t j = 0; j < p.rhs.size(); ++j)
+          for (int t = 0; t < tiles; ++t)
+            b << "      #pragma unroll\n      for (int i = 0; i < " << c_regs(p.shape) << "; ++i) acc_g" << g << "_r" << j
+              << "_t" << t << "[i] = 0;\n";
+      b << "    }\n";
+      res_issue(d, "    ");
+    }
+    b << "  }\n";
+    return b.str();
+  }
+
   std::string sddmm_body() {
     b << "  // ---- the B columns of this warp's vectors (rows past the list read column 0, unwritten) ----\n";
     b << "  const int qa = begin + n_base + nw + gid;\n";
@@ -869,6 +1001,26 @@ bool can_split(const Plan &p) {
   return gen.fast() && gen.kg() * gen.ring_bytes(2) + gen.extra_red_bytes(2) <= 48 * 1024;
 }
 
+bool can_reside(const Plan &p) {
+  Plan q = p;
+  q.spec.resident = true;
+  if (q.spec.split != 1 || !q.spec.prefetch || q.spec.bsn > 128) return false;
+  Gen gen(q);
+  if (!gen.resident()) return false;
+  for (const Chunk &c : q.rhs) {
+    const int rb = gen.res_row_bytes(c);
+    if (rb != 16 && rb != 32 && rb != 64 && rb != 128) return false;
+  }
+  return true;
+}
+
+size_t resident_smem(const Plan &p, long long k) {
+  Plan q = p;
+  q.spec.resident = true;
+  Gen gen(q);
+  return size_t(k < 8 ? 8 : k) * size_t(gen.res_slice_bytes_per_k()) + size_t(gen.res_ring_bytes());
+}
+
 bool fast_compile_enabled() {
   static const bool on = [] {
     const char *e = std::getenv("MAGICUBE_FAST_COMPILE");
@@ -901,8 +1053,24 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
                                        " need " + std::to_string(gen.kg() * gen.ring_bytes(2)) +
                                        " bytes of shared memory for their 2-deep rings (limit 49152); use a smaller "
                                        "bsn or split 1");
+  if (p.spec.resident && !gen.resident())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "resident: only the int8 m16n8k32 dense-on-M SpMM kernel keeps B resident; plan " +
+                                       to_string(p.spec) + " uses " + p.shape.str() + " int" +
+                                       std::to_string(p.native_bits) + " " + orientation_name(p.orient));
+  if (gen.resident() && !can_reside(p))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "resident: a slice row of B is " + std::to_string(gen.res_row_bytes(p.rhs[0])) +
+                                       " bytes per plane at BSn=" + std::to_string(p.spec.bsn) + " (" +
+                                       std::to_string(p.rhs[0].storage_bits) +
+                                       "-bit planes); it must be 16, 32, 64 or 128 (4-bit B needs BSn >= 32)");
   KernelSource ks;
   ks.name = p.kernel_name();
+  if (gen.resident()) {
+    ks.resident = true;
+    ks.smem_per_k = gen.res_slice_bytes_per_k();
+    ks.smem_fixed = gen.res_ring_bytes();
+  }
   ks.threads = gen.threads;
   ks.bsn = p.spec.bsn;
   ks.lhs_planes = int(p.lhs.size());
@@ -939,7 +1107,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   params += ind + ctype +
             (sddmm ? " *__restrict__ c,  // the mask's vectors, V values each\n" : " *__restrict__ c,  // M x N row-major\n");
 
-  std::string kernel = sddmm ? kTemplate_sddmm_cu : kTemplate_spmm_cu;
+  std::string kernel = sddmm ? kTemplate_sddmm_cu : gen.resident() ? kTemplate_spmm_resident_cu : kTemplate_spmm_cu;
   replace_all(kernel, "{{KERNEL_NAME}}", ks.name);
   replace_all(kernel, "{{PARAMS}}", params);
   replace_all(kernel, "{{THREADS}}", S(ks.threads));
@@ -952,7 +1120,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
               is_float(p.spec.out) ? ",\n                float alpha, const float *__restrict__ row_scale,"
                                      " const float *__restrict__ col_scale, const float *__restrict__ bias"
                                    : "");
-  replace_all(kernel, "{{BODY}}", sddmm ? (gen.sfast() ? gen.sddmm_fast_body() : gen.sddmm_body()) : gen.fast() ? gen.fast_body() : gen.body());
+  replace_all(kernel, "{{BODY}}", sddmm ? (gen.sfast() ? gen.sddmm_fast_body() : gen.sddmm_body()) : gen.resident() ? gen.resident_body() : gen.fast() ? gen.fast_body() : gen.body());
   src << kernel;
   ks.source = src.str();
   return ks;

@@ -84,8 +84,15 @@ llvm::Error validate(const OpSpec &s) {
       return err(llvm::Twine(name) + ": " + llvm::Twine(e.bits) + " bits is out of range (allowed: 1..16)");
   if (s.v != 1 && s.v != 2 && s.v != 4 && s.v != 8)
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
-  if (s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
-    return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128, 256)");
+  if (s.bsn == 16 && !s.resident)
+    return err("bsn: BSn=16 is allowed only for a resident-B SpMM (n16r; otherwise allowed: 32, 64, 128, 256)");
+  if (s.bsn != 16 && s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
+    return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128, 256; 16 with resident B)");
+  if (s.resident && s.op != OpKind::SpMM) return err("resident: only SpMM keeps B resident in shared memory");
+  if (s.resident && s.split != 1) return err("resident: a resident-B kernel does not split row-blocks (split must be 1)");
+  if (s.resident && !s.prefetch) return err("resident: a resident-B kernel always prefetches (nopf is not allowed)");
+  if (s.resident && s.bsn > 128)
+    return err("resident: BSn=" + llvm::Twine(s.bsn) + " is too wide for a resident B slice (allowed: 16, 32, 64, 128)");
   if (s.stages != 0 && s.stages != 2 && s.stages != 3 && s.stages != 4)
     return err("stages: " + llvm::Twine(s.stages) + " ring stages are not allowed (allowed: 0 = automatic, 2, 3, 4)");
   if (s.stages != 0 && !s.prefetch)
@@ -111,7 +118,7 @@ llvm::Error validate(const OpSpec &s) {
 
 std::string to_string(const OpSpec &s) {
   return std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v) +
-         ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + "." + (s.prefetch ? "pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string("nopf")) + "." + out_name(s.out) +
+         ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + (s.resident ? "r" : "") + "." + (s.prefetch ? "pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string("nopf")) + "." + out_name(s.out) +
          (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
          (s.bias == Bias::Row ? "+rowbias" : s.bias == Bias::Col ? "+colbias" : "") + "." + arch_name(s.arch);
 }
@@ -139,6 +146,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: '" + f[2] + "' must be v<V>, e.g. v8");
   s.v = int(n);
   llvm::StringRef nf = f[3];
+  if (nf.consume_back("r")) s.resident = true;
   if (size_t kpos = nf.find('k'); kpos != llvm::StringRef::npos) {
     unsigned k = 0;
     if (nf.drop_front(kpos + 1).getAsInteger(10, k))
@@ -177,7 +185,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 
 llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
-                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
                             {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}};
 }
@@ -219,6 +227,7 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   s.arch = *cc;
   if (auto st = o->getInteger("stages")) s.stages = int(*st);
   if (auto sp = o->getInteger("split")) s.split = int(*sp);
+  if (auto rs = o->getBoolean("resident")) s.resident = *rs;
   if (auto sc = o->getString("scale")) {
     auto v = parse_scale(*sc);
     if (!v) return v.takeError();

@@ -1,7 +1,7 @@
 // The IR: one value type, OpSpec, that describes one quantized sparse op.
 //
 // Text form (canonical; parse(print(x)) == x):
-//   <op>.<lhs>x<rhs>.v<V>.n<BSn>.<pf|pf2|pf3|pf4|nopf>.<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   <op>.<lhs>x<rhs>.v<V>.n<BSn>[k2|r].<pf|pf2|pf3|pf4|nopf>.<out>[+t|+rc][+rowbias|+colbias].<arch>
 //   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, spmm.s8xs8.v8.n128.pf3.i32.sm_90,
 //        sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
 #pragma once
@@ -56,6 +56,9 @@ struct OpSpec {
                               // deepest that fits 48 KiB of shared memory (text: pf2, pf3, pf4)
   int split = 1;              // SpMM: warp groups that share a row-block's strides, 1 or 2, each
                               // with its own ring, summed at the end (text: n256k2)
+  bool resident = false;      // SpMM: each thread block keeps a K x BSn slice of B in shared memory
+                              // and its warps gather rows from it for a run of row-blocks (text:
+                              // n32r); BSn 16 is allowed only here
 
   friend bool operator==(const OpSpec &, const OpSpec &) = default;
 };

@@ -29,7 +29,7 @@ std::string Plan::kernel_name() const {
   std::string lr = spec.lhs.str() + spec.rhs.str();
   std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_n" +
                      std::to_string(spec.bsn) + (spec.split > 1 ? "k" + std::to_string(spec.split) : std::string()) +
-                     (spec.prefetch ? "_pf" : "_nopf") +
+                     (spec.resident ? "r" : "") + (spec.prefetch ? "_pf" : "_nopf") +
                      (spec.stages ? std::to_string(spec.stages) : std::string());
   if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
   name += "_sm" + std::to_string(spec.arch);
@@ -111,9 +111,9 @@ uint64_t fingerprint(const Plan &p) {
     h ^= h >> 29;
   };
   const OpSpec &s = p.spec;
-  static_assert(sizeof(OpSpec) == 56, "an OpSpec field was added or changed: hash it here");
+  static_assert(sizeof(OpSpec) == 60, "an OpSpec field was added or changed: hash it here");
   mix(int(s.op)), mix(s.lhs.bits), mix(s.lhs.is_signed), mix(s.rhs.bits), mix(s.rhs.is_signed), mix(s.v), mix(s.bsn);
-  mix(s.prefetch), mix(int(s.out)), mix(s.arch), mix(int(s.scale)), mix(int(s.bias)), mix(s.stages), mix(s.split);
+  mix(s.prefetch), mix(int(s.out)), mix(s.arch), mix(int(s.scale)), mix(int(s.bias)), mix(s.stages), mix(s.split), mix(s.resident);
   mix(p.native_bits), mix(p.shape.m), mix(p.shape.n), mix(p.shape.k), mix(int(p.orient));
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     mix(int64_t(cs->size()));

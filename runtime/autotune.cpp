@@ -100,6 +100,12 @@ const std::vector<KnobInfo> &knob_table() {
       {"split", &Knobs::split, {1, 2}, [](OpSpec &s, int v) { s.split = s.op == OpKind::SpMM ? v : 1; },
        [](const OpSpec &s) { return s.split; },
        [](int v) { return v == 1 ? std::string() : "--split=" + std::to_string(v); }},
+      // SpMM's resident-B kernel: timed only when asked for (--resident, knob_values), since
+      // on the H100 it lost to the ring kernel on every benchmark shape (bench/NOTES.md);
+      // combinations it cannot build (split 2, BSn 256, no prefetch) are skipped
+      {"resident", &Knobs::resident, {0}, [](OpSpec &s, int v) { s.resident = s.op == OpKind::SpMM && v; },
+       [](const OpSpec &s) { return int(s.resident); },
+       [](int v) { return v ? std::string("--resident") : std::string(); }},
   };
   return table;
 }
@@ -126,6 +132,7 @@ llvm::Expected<Knobs> knobs_from_json(const llvm::json::Value &v) {
   if (!o) return o.takeError();
   Knobs k;
   for (const KnobInfo &i : knob_table()) {
+    if (std::string(i.name) == "resident" && !(*o)->get("resident")) continue;  // records older than the knob
     auto x = int_field(**o, i.name, "knobs");
     if (!x) return x.takeError();
     k.*i.field = int(*x);
@@ -186,16 +193,23 @@ llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const Tune
     Knobs k;
     for (size_t i = 0; i < table.size(); ++i) k.*table[i].field = values[i][at[i]];
     OpSpec spec = with_knobs(base, k);
-    if (auto e = validate(spec)) return e;
-    k = knobs_of(spec);  // as the spec holds them (SDDMM: prefetch 1 for any depth)
-    auto plans = plan_candidates(spec);
-    if (!plans) return plans.takeError();
-    // Knob values that give an op the same spec (SDDMM has no ring depth) are tried once.
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const Enumerated &x) { return x.candidate.spec == spec; });
-    for (size_t p = 0; !seen && p < plans->size(); ++p) {
-      if (!can_split((*plans)[p])) continue;  // split 2: only the int8 m16n8k32 kernel whose rings fit
-      Enumerated e{{spec, k, int(p), plan_id((*plans)[p])}, std::move((*plans)[p])};
-      out.push_back(std::move(e));
+    llvm::Error invalid = validate(spec);
+    if (invalid && !spec.resident) return invalid;
+    if (invalid) {
+      llvm::consumeError(std::move(invalid));  // resident B with split 2, BSn 256 or no prefetch
+    } else {
+      k = knobs_of(spec);  // as the spec holds them (SDDMM: prefetch 1 for any depth)
+      auto plans = plan_candidates(spec);
+      if (!plans) return plans.takeError();
+      // Knob values that give an op the same spec (SDDMM has no ring depth) are tried once.
+      const bool seen =
+          std::any_of(out.begin(), out.end(), [&](const Enumerated &x) { return x.candidate.spec == spec; });
+      for (size_t p = 0; !seen && p < plans->size(); ++p) {
+        if (!can_split((*plans)[p])) continue;  // split 2: only the int8 m16n8k32 kernel whose rings fit
+        if (spec.resident && !can_reside((*plans)[p])) continue;  // resident B: that kernel, whole 16-byte rows
+        Enumerated e{{spec, k, int(p), plan_id((*plans)[p])}, std::move((*plans)[p])};
+        out.push_back(std::move(e));
+      }
     }
     size_t i = table.size();
     while (i > 0 && ++at[i - 1] == values[i - 1].size()) at[--i] = 0;
@@ -598,6 +612,7 @@ class SpmmWorkload : public Workload {
     std::string lk = std::to_string(p.k_stride) + " " + chunks_key(p.lhs);
     if (p.shuffle_b)
       for (int x : p.shuffle) lk += "s" + std::to_string(x);
+    if (p.spec.resident) lk += " bank-balanced";
     if (!lhs_.count(lk)) {
       auto layout = build_srbcrs(a_, p);
       if (!layout) return layout.takeError();
@@ -607,7 +622,7 @@ class SpmmWorkload : public Workload {
       if (!d) return d.takeError();
       lhs_.emplace(lk, std::move(*d));
     }
-    std::string rk = chunks_key(p.rhs);
+    std::string rk = chunks_key(p.rhs) + (p.spec.resident ? " slices of " + std::to_string(p.spec.bsn) : "");
     if (!rhs_.count(rk)) {
       auto packed = pack_rhs(b_, a_.cols, n_, p);
       if (!packed) return packed.takeError();

@@ -23,7 +23,7 @@ namespace {
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
   X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)      \
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)         \
-  X(cuMemsetD8) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)          \
+  X(cuMemsetD8) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute)          \
   X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)               \
   X(cuEventElapsedTime)
 
@@ -384,17 +384,29 @@ llvm::Expected<CUfunction> Module::function(llvm::StringRef name) const {
 
 // ---- launch ------------------------------------------------------------------------------
 
+llvm::Expected<int> static_shared_bytes(CUfunction function) {
+  if (auto e = require_driver()) return std::move(e);
+  int bytes = 0;
+  if (auto e = CU_CTX("SHARED_SIZE_BYTES", cuFuncGetAttribute, &bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
+    return std::move(e);
+  return bytes;
+}
+
+llvm::Error raise_shared_limit(CUfunction function, int bytes) {
+  if (auto e = require_driver()) return e;
+  return CU_CTX("MAX_DYNAMIC_SHARED_SIZE_BYTES = " + llvm::Twine(bytes), cuFuncSetAttribute, function,
+                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                   void **args) {
+                   void **args, bool limit_raised) {
   if (auto e = require_driver()) return e;
   if (!function) return plain("launch: null CUfunction");
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
     return plain("launch: empty grid " + dims(grid) + " or block " + dims(block));
   constexpr unsigned kDefaultSharedLimit = 48 * 1024;
-  if (shared_bytes > kDefaultSharedLimit)
-    if (auto e = CU_CTX("MAX_DYNAMIC_SHARED_SIZE_BYTES = " + llvm::Twine(shared_bytes), cuFuncSetAttribute, function,
-                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared_bytes)))
-      return e;
+  if (shared_bytes > kDefaultSharedLimit && !limit_raised)
+    if (auto e = raise_shared_limit(function, int(shared_bytes))) return e;
   // The hot path: no strings are built unless the launch fails.
   const CUresult r = api().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                                           stream, args, nullptr);

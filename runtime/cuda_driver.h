@@ -174,9 +174,15 @@ struct Dim3 {
 };
 
 // cuLaunchKernel; raises CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first when
-// shared_bytes > 48 KiB. Asynchronous: errors of the kernel itself show at the next sync.
+// shared_bytes > 48 KiB, unless the caller did so once (limit_raised, see
+// raise_shared_limit). Asynchronous: errors of the kernel itself show at the next sync.
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                   void **args);
+                   void **args, bool limit_raised = false);
+// The static shared memory of `function` (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).
+llvm::Expected<int> static_shared_bytes(CUfunction function);
+// Lets `function` use up to `bytes` of dynamic shared memory (cuFuncSetAttribute); static
+// plus dynamic may not exceed the device's opt-in maximum per block.
+llvm::Error raise_shared_limit(CUfunction function, int bytes);
 
 // A CUDA event (for timing). Move-only.
 class Event {

@@ -1,5 +1,6 @@
 #include "runtime/kernel.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -186,6 +187,15 @@ llvm::Error push_epilogue(const OpSpec &spec, const DeviceEpilogue *e, int64_t r
 }
 }  // namespace
 
+Dim3 resident_grid(const KernelSource &src, int64_t n, int64_t row_blocks, size_t smem, int sm_count) {
+  // Slices of BSn columns x parts of the row-block list, enough parts to fill every SM once
+  // (blocks per SM as shared memory and threads allow; 228 KiB of shared memory per SM).
+  const int64_t slices = src.grid_x(n);
+  const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(2048 / src.threads, (228 * 1024) / int64_t(smem + 1024)));
+  const int64_t parts = std::clamp<int64_t>(int64_t(sm_count) * per_sm / slices, 1, std::min<int64_t>(row_blocks, 65535));
+  return Dim3{unsigned(slices), unsigned(parts), 1};
+}
+
 llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
                            const DeviceEpilogue *epi) const {
   if (plan_.spec.op != OpKind::SpMM) return err("launch: this kernel is " + llvm::Twine(op_name(plan_.spec.op)));
@@ -197,6 +207,12 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
     return err("spmm: A is " + llvm::Twine(a.rows) + " x " + llvm::Twine(a.cols) + " but B has " + llvm::Twine(b.k) +
                " rows");
   if (auto e = check_reduction_length(plan_, a.max_block_length)) return e;
+  // B's layout follows the plan: slices of BSn columns for resident B, else rows of ldb.
+  if (src_.resident ? b.ldb != plan_.spec.bsn : b.ldb % kLdbAlign != 0)
+    return err("spmm: B was packed for another plan (ldb " + llvm::Twine(b.ldb) + "; this " +
+               (src_.resident ? "resident-B plan wants slices of " + llvm::Twine(plan_.spec.bsn) + " columns"
+                              : "plan wants rows padded to a multiple of " + llvm::Twine(kLdbAlign)) +
+               "): pack B with this plan");
   if (a.num_blocks == 0 || b.n == 0) return llvm::Error::success();
   if (a.num_blocks > 65535) return err("spmm: " + llvm::Twine(a.num_blocks) + " row-blocks exceed the grid's 65535");
   llvm::SmallVector<CUdeviceptr, 16> ptrs;
@@ -208,18 +224,28 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   llvm::SmallVector<CUdeviceptr, 16> eptrs;
   float alpha = 1.0f;
   if (auto e = push_epilogue(plan_.spec, epi, a.rows, b.n, eptrs, alpha)) return e;
-  int m = int(a.rows), n = int(b.n), ldb = int(b.ldb);
+  int m = int(a.rows), n = int(b.n), ldb = int(b.ldb), k = int(b.k);
   llvm::SmallVector<void *, 24> args;  // no heap allocation per launch
   for (CUdeviceptr &p : ptrs) args.push_back(&p);
   args.push_back(&m);
   args.push_back(&n);
   args.push_back(&ldb);
+  if (src_.resident) args.push_back(&k);
   if (is_float(plan_.spec.out)) {
     args.push_back(&alpha);
     for (CUdeviceptr &p : eptrs) args.push_back(&p);
   }
-  Dim3 grid{src_.grid_x(b.n), unsigned(a.num_blocks), 1};
   Dim3 block{unsigned(src_.threads), 1, 1};
+  if (src_.resident) {
+    const size_t smem = src_.dynamic_smem(b.k);
+    if (smem > size_t(max_shared_))
+      return err("spmm: resident B needs " + llvm::Twine(smem) + " bytes of shared memory for K=" + llvm::Twine(b.k) +
+                 " at BSn=" + llvm::Twine(plan_.spec.bsn) + " but a block may use " + llvm::Twine(max_shared_) +
+                 "; use a smaller bsn or a plan without resident B");
+    const Dim3 grid = resident_grid(src_, b.n, a.num_blocks, smem, sm_count_);
+    return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true);
+  }
+  Dim3 grid{src_.grid_x(b.n), unsigned(a.num_blocks), 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());
 }
 
@@ -326,6 +352,14 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   auto fn = k->module_->function(k->src_.name);
   if (!fn) return fn.takeError();
   k->fn_ = *fn;
+  k->sm_count_ = ctx.sm_count();
+  k->max_shared_ = ctx.max_shared_per_block_optin();
+  if (k->src_.resident) {  // once, so that launches do not set it again
+    auto fixed = static_shared_bytes(k->fn_);
+    if (!fixed) return fixed.takeError();
+    k->max_shared_ -= *fixed;  // what is left for dynamic shared memory
+    if (auto e = raise_shared_limit(k->fn_, k->max_shared_)) return e;
+  }
   log().debug("loaded {} for sm_{}", k->src_.name, *arch);
   auto stored = loaded_kernels().put(ctx.get(), key, k);
   fast_index().put(ctx.get(), fp, *arch, stored);

@@ -71,6 +71,10 @@ llvm::Expected<std::vector<int64_t>> download_stored(const DeviceBuffer &buf, in
 // vectors in order, V values each: num_vectors x V).
 enum class SparseLayout { SrBcrs, Bcrs };
 
+// The grid of a resident-B SpMM kernel: x = slices of BSn columns, y = parts of the
+// row-block list, as many as fill the device's SMs once.
+Dim3 resident_grid(const KernelSource &src, int64_t n, int64_t row_blocks, size_t smem, int sm_count);
+
 // A loaded kernel of either op.
 class Kernel {
  public:
@@ -97,6 +101,7 @@ class Kernel {
   std::shared_ptr<Module> module_;
   CUfunction fn_ = nullptr;
   int arch_ = 0;
+  int sm_count_ = 0, max_shared_ = 0;  // the device's SMs; dynamic shared memory a block may use (bytes)
 };
 
 using SpmmKernel = Kernel;

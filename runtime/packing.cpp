@@ -40,6 +40,24 @@ llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int
   PackedRhs p;
   p.k = k;
   p.n = n;
+  if (plan.spec.resident) {
+    // Slices of BSn columns, each K rows of BSn contiguous, their 16-byte units swizzled as
+    // the kernel's shared copy wants them: a block copies its slice as one contiguous run.
+    const int64_t bsn = plan.spec.bsn, slices = (n + bsn - 1) / bsn;
+    p.ldb = bsn;
+    for (const Chunk &c : plan.rhs) {
+      const int64_t per_unit = 128 / c.storage_bits, units = bsn / per_unit;  // elements per 16 bytes
+      std::vector<int64_t> sliced(slices * k * bsn, 0);
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t col = 0; col < n; ++col) {
+          const int64_t sl = col / bsn, x = col % bsn, u = x / per_unit;
+          const int64_t at = (sl * k + r) * bsn + (u ^ resident_swizzle(r, int(units))) * per_unit + x % per_unit;
+          sliced[at] = b[r * n + col];
+        }
+      p.planes.push_back(pack_plane(sliced, c));
+    }
+    return p;
+  }
   p.ldb = (n + kLdbAlign - 1) / kLdbAlign * kLdbAlign;
   std::vector<int64_t> padded(k * p.ldb, 0);
   for (int64_t r = 0; r < k; ++r)

@@ -25,7 +25,9 @@ struct PackedLhs {
 llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan);
 
 // B (K x N, row-major) as one plane per rhs chunk, K x ldb with ldb = N rounded up to
-// kLdbAlign (zero padded). Values outside the rhs type are refused.
+// kLdbAlign (zero padded). For a resident-B plan, ceil(N / BSn) slices instead, each K rows
+// of BSn columns (ldb = BSn), the 16-byte units of row r swizzled by resident_swizzle.
+// Values outside the rhs type are refused.
 struct PackedRhs {
   int64_t k = 0, n = 0, ldb = 0;
   std::vector<Plane> planes;

@@ -11,7 +11,32 @@ std::string range_str(const ElemType &t) {
 }
 }  // namespace
 
-SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std::vector<int> &shuffle) {
+namespace {
+// Slot order of one row-block's vectors (indices into `a`, -1 for padding) over `len` slots,
+// every group of 8 slots taking one vector of each column residue mod 8 while they last: a
+// resident-B kernel's ldmatrix then reads its 8 gathered rows from 8 different bank groups.
+// Vectors left over (residues more common than the groups) fill the free slots in order.
+std::vector<int64_t> bank_balanced_order(const VectorSparse &a, int64_t b, int64_t len) {
+  std::vector<int64_t> bucket[8];
+  for (int64_t i = a.block_ptr[b + 1] - 1; i >= a.block_ptr[b]; --i) bucket[a.col[i] & 7].push_back(i);  // popped in order
+  std::vector<int64_t> order(len, -2);
+  for (int64_t g = 0; g < len / 8; ++g)
+    for (int r = 0; r < 8; ++r)
+      if (!bucket[r].empty()) order[8 * g + r] = bucket[r].back(), bucket[r].pop_back();
+  int64_t p = 0;
+  for (auto &bk : bucket)
+    for (; !bk.empty(); bk.pop_back()) {
+      while (order[p] != -2) ++p;
+      order[p] = bk.back();
+    }
+  for (int64_t &o : order)
+    if (o == -2) o = -1;
+  return order;
+}
+}  // namespace
+
+SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std::vector<int> &shuffle,
+                    bool bank_balanced) {
   if (shuffle.empty()) shuffled = false;
   const int64_t G = shuffled ? int64_t(shuffle.size()) : 1;
   SrBcrs s;
@@ -21,6 +46,7 @@ SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std:
   s.stride = stride;
   s.shuffled = shuffled;
   s.shuffle = shuffle;
+  s.bank_balanced = bank_balanced && stride % 8 == 0;
   s.max_block_length = a.max_block_length();
   int64_t nb = a.num_blocks();
   s.row_ptr.resize(2 * nb);
@@ -34,17 +60,26 @@ SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std:
   s.col_idx.assign(slot, -1);
   s.values.assign(slot * a.v, 0);
   for (int64_t b = 0; b < nb; ++b) {
-    int64_t base = s.row_ptr[2 * b];
-    for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i) {
-      int64_t q = base + (i - a.block_ptr[b]);  // k-position of this vector
-      for (int r = 0; r < a.v; ++r) s.values[s.value_index(q, r)] = a.values[i * a.v + r];
+    const int64_t base = s.row_ptr[2 * b], len = s.padded_end(b) - base, n = a.block_ptr[b + 1] - a.block_ptr[b];
+    // order[p]: the vector whose column slot base + p names. Unbalanced, slot p of a group of
+    // G is multiplied at k-position shuffle[p], so it names the vector at that position.
+    std::vector<int64_t> order;
+    if (s.bank_balanced) {
+      order = bank_balanced_order(a, b, len);
+    } else {
+      order.resize(len);
+      for (int64_t p = 0; p < len; ++p) {
+        int64_t q = shuffled ? (p / G) * G + shuffle[p % G] : p;
+        order[p] = q < n ? a.block_ptr[b] + q : -1;
+      }
     }
-    // Column indices: the slot p of a group of G is multiplied at k-position shuffle[p], so
-    // it must name the column of the vector at that position.
-    for (int64_t p = base; p < s.padded_end(b); ++p) {
-      int64_t q = shuffled ? (p / G) * G + shuffle[p % G] : p;
-      int64_t i = a.block_ptr[b] + (q - base);
-      s.col_idx[p] = q < s.row_ptr[2 * b + 1] ? a.col[i] : -1;
+    // The vector named at slot p has its values at k-position position(p).
+    for (int64_t p = 0; p < len; ++p) {
+      const int64_t i = order[p];
+      s.col_idx[base + p] = i >= 0 ? a.col[i] : -1;
+      if (i < 0) continue;
+      const int64_t q = base + (shuffled ? (p / G) * G + shuffle[p % G] : p);
+      for (int r = 0; r < a.v; ++r) s.values[s.value_index(q, r)] = a.values[i * a.v + r];
     }
   }
   return s;
@@ -55,26 +90,22 @@ llvm::Expected<SrBcrs> build_srbcrs(const VectorSparse &a, const Plan &plan) {
     return err("srbcrs: the matrix has V=" + llvm::Twine(a.v) + " but the plan is for V=" + llvm::Twine(plan.spec.v));
   if (plan.shuffle_b && plan.k_stride % int(plan.shuffle.size()) != 0)
     return err("srbcrs: a shuffled layout needs a stride that is a multiple of " + llvm::Twine(plan.shuffle.size()));
-  return build_srbcrs(a, plan.k_stride, plan.shuffle_b, plan.shuffle);
+  return build_srbcrs(a, plan.k_stride, plan.shuffle_b, plan.shuffle, plan.spec.resident);
 }
 
 llvm::Error check_range(const SrBcrs &a, const ElemType &t, const char *name) {
+  const int64_t G = a.shuffled ? int64_t(a.shuffle.size()) : 1;
   for (int64_t b = 0; b < a.num_blocks(); ++b)
-    for (int64_t q = a.row_ptr[2 * b]; q < a.row_ptr[2 * b + 1]; ++q)
+    for (int64_t p = a.row_ptr[2 * b]; p < a.padded_end(b); ++p) {
+      if (a.col_idx[p] < 0) continue;
+      const int64_t q = a.shuffled ? (p / G) * G + a.shuffle[p % G] : p;  // where slot p's values are
       for (int r = 0; r < a.v; ++r) {
         int64_t x = a.values[a.value_index(q, r)];
-        if (!t.contains(x)) {
-          // Report the logical position: row and column of the vector at k-position q.
-          int64_t p = q;
-          if (a.shuffled) {
-            const int64_t G = int64_t(a.shuffle.size());
-            for (int64_t j = 0; j < G; ++j)
-              if ((q / G) * G + a.shuffle[j] == q) p = (q / G) * G + j;
-          }
+        if (!t.contains(x))
           return err(llvm::Twine(name) + "[" + llvm::Twine(b * a.v + r) + ", " + llvm::Twine(a.col_idx[p]) +
                      "] = " + llvm::Twine(x) + " is outside " + range_str(t));
-        }
       }
+    }
   return llvm::Error::success();
 }
 

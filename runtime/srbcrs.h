@@ -3,7 +3,8 @@
 // row-major (row r of the block: `stride` contiguous values), so one warp loads an mma
 // fragment straight from memory. The last stride of a row-block is padded with zero values
 // and column index -1. Where the plan shuffles B, column indices are permuted within
-// groups of 8 or 16 slots (values are not).
+// groups of 8 or 16 slots (values are not). For resident-B plans the vectors of each
+// row-block are reordered for shared-memory banks (see bank_balanced).
 #pragma once
 
 #include <array>
@@ -21,6 +22,10 @@ struct SrBcrs {
   int stride = 32;
   bool shuffled = false;
   std::vector<int> shuffle;  // slot -> k-position within groups of shuffle.size()
+  // Resident-B layout: within each row-block, the vectors are ordered so that every group of
+  // 8 slots names columns of 8 different residues mod 8 where the block's columns allow
+  // (pads anywhere in the padded range, not only at its end).
+  bool bank_balanced = false;
   // Two pointers per row-block, in vector slots: row_ptr[2b] = first slot (a multiple of
   // stride), row_ptr[2b+1] = one past its last real vector. Padded end = round up to stride.
   std::vector<int64_t> row_ptr;
@@ -40,11 +45,12 @@ struct SrBcrs {
   }
 };
 
-// Lays out `a` for `plan` (stride = plan.k_stride, shuffle where plan.shuffle_b). `a.v` must
-// equal the plan's V.
+// Lays out `a` for `plan` (stride = plan.k_stride, shuffle where plan.shuffle_b, bank-balanced
+// for a resident-B plan). `a.v` must equal the plan's V.
 llvm::Expected<SrBcrs> build_srbcrs(const VectorSparse &a, const Plan &plan);
 // The same with explicit layout parameters (masks of SDDMM, tests).
-SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled = false, const std::vector<int> &shuffle = {});
+SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled = false, const std::vector<int> &shuffle = {},
+                    bool bank_balanced = false);
 
 // Checks every value against an element type; the error names the operand, the index and
 // the allowed range ("lhs A[12,3] = 300 is outside u8's range [0, 255]").

@@ -283,6 +283,34 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
   }
 }
 
+// Resident B is timed only when asked for; then only what its kernel can build is enumerated.
+TEST(Autotune, ResidentCandidatesOnlyWhenAskedAndBuildable) {
+  auto plain = tuning_candidates(kBase);
+  ASSERT_TRUE(bool(plain));
+  for (const Candidate &c : *plain) EXPECT_FALSE(c.spec.resident) << c.str();
+  TuneOptions o;
+  o.knob_values["resident"] = {1};
+  auto cands = tuning_candidates(kBase, o);
+  ASSERT_TRUE(bool(cands)) << llvm::toString(cands.takeError());
+  ASSERT_FALSE(cands->empty());
+  std::set<int> bsns;
+  for (const Candidate &c : *cands) {
+    EXPECT_TRUE(c.spec.resident) << c.str();
+    EXPECT_EQ(c.spec.split, 1);
+    EXPECT_TRUE(c.spec.prefetch);
+    bsns.insert(c.spec.bsn);
+    auto ps = plan_candidates(c.spec);
+    ASSERT_TRUE(bool(ps));
+    EXPECT_TRUE(can_reside((*ps)[c.plan])) << c.str();
+    EXPECT_NE(c.run_flags().find("--resident"), std::string::npos);
+  }
+  EXPECT_EQ(bsns, (std::set<int>{32, 64, 128}));
+  // A record written before the knob existed still reads (resident 0).
+  auto k = knobs_from_json(llvm::json::Object{{"bsn", 64}, {"prefetch", 1}, {"split", 1}});
+  ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+  EXPECT_EQ(k->resident, 0);
+}
+
 TEST(Autotune, KnobValuesCanBePinnedAndAreChecked) {
   TuneOptions o;
   o.knob_values["bsn"] = {128, 128};

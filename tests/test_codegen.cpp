@@ -89,6 +89,21 @@ std::vector<Variant> grid() {
       s.split = 2;
       g.push_back({s, 0});
     }
+  // B resident in shared memory (SpMM's int8 m16n8k32 kernel): each slice width, both archs,
+  // a float epilogue, and ring depths 4, 6 and 8 (sm_80 plans 4-bit B as native int4: no
+  // resident kernel there).
+  int ri = 0;
+  for (int bsn : {16, 32, 64, 128})
+    for (auto [l, r] : {std::pair<ElemType, ElemType>{{8, true}, {8, true}}, {{4, true}, {4, false}}, {{16, true}, {16, true}}, {{5, false}, {3, true}}}) {
+      ++ri;
+      OpSpec s = spmm(l, r, 1 << (ri % 4), ri % 5 || r.bits <= 4 ? 90 : 80, true, max_exact_k(l, r) ? OutType::Int32 : OutType::Int64);
+      if (bsn == 16 && r.bits <= 4) continue;  // a 4-bit slice row of 16 columns is 8 bytes
+      s.bsn = bsn;
+      s.resident = true;
+      s.stages = ri % 3 ? 2 + ri % 3 : 0;
+      if (ri == 3) s.out = OutType::F16, s.scale = Scale::RowCol, s.bias = Bias::Row;
+      g.push_back({s, 0});
+    }
   // Float epilogues: every output type and scale/bias mode on both archs.
   for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
     for (int arch : {90, 80})
@@ -132,8 +147,8 @@ TEST_P(CodegenGrid, CompilesThroughNvrtc) {
 INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](const auto &info) {
   const OpSpec &s = info.param.spec;
   return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + "_n" +
-         std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
-         (s.prefetch ? "_pf" : "_nopf") + "_sm" +
+         std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + (s.resident ? "r" : "") +
+         (s.stages ? "_pf" + std::to_string(s.stages) : "") + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
          std::to_string(s.arch) + "_" + out_name(s.out) + "_c" + std::to_string(info.param.candidate);
 });
 
@@ -169,6 +184,50 @@ TEST(Codegen, SddmmNibblesWidenWithOneMaskAndShiftBack) {
 }
 
 // split=2 needs the int8 m16n8k32 dense-on-M SpMM kernel; another plan is refused by name.
+// A resident-B kernel: its own skeleton (dynamic shared memory, a part of the row-blocks per
+// block), the swizzled slice, and refusals that name the problem.
+TEST(Codegen, ResidentBKernelAndItsRefusals) {
+  OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32);
+  s.bsn = 32;
+  s.resident = true;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p));
+  EXPECT_TRUE(can_reside(*p));
+  auto ks = generate(*p);
+  ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+  EXPECT_TRUE(ks->resident);
+  EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n32r_pf_sm90");
+  EXPECT_EQ(ks->threads, 512);
+  EXPECT_EQ(ks->smem_per_k, 32);
+  EXPECT_EQ(ks->dynamic_smem(4096), 4096u * 32 + size_t(ks->smem_fixed));
+  EXPECT_EQ(ks->dynamic_smem(3), 8u * 32 + size_t(ks->smem_fixed)) << "pads gather rows 0..7";
+  EXPECT_NE(ks->source.find("extern __shared__"), std::string::npos);
+  EXPECT_NE(ks->source.find("sw0 = ((row >> 2) & 1)"), std::string::npos) << "32-byte rows swizzle their two units";
+  EXPECT_NE(ks->source.find("int ldb, int K"), std::string::npos);
+  // 4-bit B at BSn=16 would make 8-byte slice rows.
+  OpSpec n4 = s;
+  n4.rhs = {4, true};
+  n4.bsn = 16;
+  auto p4 = plan(n4);
+  ASSERT_TRUE(bool(p4));
+  EXPECT_FALSE(can_reside(*p4));
+  auto k4 = generate(*p4);
+  ASSERT_FALSE(bool(k4));
+  EXPECT_NE(llvm::toString(k4.takeError()).find("4-bit B needs BSn >= 32"), std::string::npos);
+  // A plan on another mma shape cannot keep B resident.
+  auto ps = plan_candidates(s);
+  ASSERT_TRUE(bool(ps));
+  int refused = 0;
+  for (const Plan &q : *ps)
+    if (!(q.native_bits == 8 && q.shape == MmaShape{16, 8, 32} && q.orient == Orientation::DenseOnM)) {
+      auto kq = generate(q);
+      ASSERT_FALSE(bool(kq));
+      EXPECT_NE(llvm::toString(kq.takeError()).find("resident"), std::string::npos);
+      ++refused;
+    }
+  EXPECT_GT(refused, 0);
+}
+
 TEST(Codegen, SplitNeedsTheFastSpmmKernel) {
   OpSpec s;
   s.lhs = {8, true};

@@ -1,6 +1,10 @@
 // Vector-sparse builders (dense, CSR, COO) and the SR-BCRS layout.
 #include <gtest/gtest.h>
 
+#include "compiler/codegen.h"
+#include "compiler/plan_interpreter.h"
+#include "compiler/planner.h"
+#include "runtime/packing.h"
 #include "runtime/reference.h"
 #include "runtime/srbcrs.h"
 #include "runtime/vector_sparse.h"
@@ -98,3 +102,32 @@ TEST(Formats, ReferenceSpmmMatchesDenseProduct) {
 }
 
 }  // namespace
+
+// A resident-B plan's B: slices of BSn columns, each K rows of BSn contiguous, the 16-byte
+// units of row r at u ^ resident_swizzle(r, units); zeros past N.
+TEST(Formats, ResidentRhsIsSlicedAndSwizzled) {
+  for (auto [rt, bsn] : {std::pair<ElemType, int>{{8, true}, 32}, {{4, false}, 64}, {{8, false}, 128}}) {
+    OpSpec s{OpKind::SpMM, {8, true}, rt, 8, bsn, true, OutType::Int32, 90};
+    s.resident = true;
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p));
+    const int64_t k = 13, n = bsn + 7;  // two slices, the second mostly padding
+    std::mt19937_64 rng(5);
+    std::vector<int64_t> b = magicube::testing::random_dense(rng, k * n, rt);
+    auto pb = pack_rhs(b, k, n, *p);
+    ASSERT_TRUE(bool(pb)) << llvm::toString(pb.takeError());
+    EXPECT_EQ(pb->ldb, bsn);
+    const Chunk &c = p->rhs[0];
+    const int64_t row_bytes = bsn * c.storage_bits / 8, units = row_bytes / 16, per_unit = 128 / c.storage_bits;
+    ASSERT_EQ(int64_t(pb->planes[0].size()), 2 * k * row_bytes);
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t col = 0; col < 2 * bsn; ++col) {
+        const int64_t sl = col / bsn, x = col % bsn;
+        const int64_t e = (sl * k + r) * bsn + ((x / per_unit) ^ resident_swizzle(r, int(units))) * per_unit + x % per_unit;
+        const uint8_t byte = pb->planes[0][e * c.storage_bits / 8];
+        const int64_t got = c.storage_bits == 8 ? byte : (byte >> (4 * (e & 1))) & 15;
+        const int64_t want = col < n ? chunk_value(b[r * n + col], c) & (c.storage_bits == 8 ? 0xff : 0xf) : 0;
+        ASSERT_EQ(got, want) << rt.str() << " row " << r << " column " << col;
+      }
+  }
+}

@@ -75,6 +75,27 @@ TEST(Ir, SplitIsPartOfTheTextAndJson) {
   EXPECT_NE(llvm::toString(validate(s)).find("SDDMM"), std::string::npos);
 }
 
+TEST(Ir, ResidentIsPartOfTheTextAndJson) {
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 4, 16, true, OutType::Int32, 90};
+  s.resident = true;
+  EXPECT_EQ(to_string(s), "spmm.s8xs8.v4.n16r.pf.i32.sm_90");
+  auto back = parse_opspec(to_string(s));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(*back, s);
+  auto js = opspec_from_json(to_json(s));
+  ASSERT_TRUE(bool(js)) << llvm::toString(js.takeError());
+  EXPECT_EQ(*js, s);
+  EXPECT_NE(stable_hash(s), stable_hash(OpSpec{OpKind::SpMM, {8, true}, {8, true}, 4, 16, true, OutType::Int32, 90}));
+  // BSn 16 only with resident B; resident B only for SpMM, split 1, prefetch on, BSn <= 128.
+  EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n16.pf.i32.sm_90")).find("resident"), std::string::npos);
+  EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n256r.pf.i32.sm_90")).find("too wide"), std::string::npos);
+  EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n64r.nopf.i32.sm_90")).find("prefetches"), std::string::npos);
+  EXPECT_NE(error_of(parse_opspec("sddmm.s8xs8.v8.n64r.pf.i32.sm_90")).find("only SpMM"), std::string::npos);
+  OpSpec k2 = s;
+  k2.split = 2;
+  EXPECT_NE(llvm::toString(validate(k2)).find("split"), std::string::npos);
+}
+
 TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   auto has = [](const std::string &msg, std::initializer_list<const char *> parts) {
     for (const char *p : parts)

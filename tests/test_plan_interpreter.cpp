@@ -3,6 +3,8 @@
 // awkward shapes with values at their extremes.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "compiler/plan_interpreter.h"
 #include "compiler/planner.h"
 #include "runtime/reference.h"
@@ -212,6 +214,48 @@ TEST(Interpreter, ShuffledLayoutPairsColumnsWithTheirValues) {
   for (int64_t slot = 0; slot < layout->num_slots(); ++slot)
     EXPECT_EQ(layout->col_idx[slot], plain.col_idx[(slot / G) * G + p->shuffle[slot % G]]);
   }
+}
+
+// A resident-B plan's bank-balanced layout: the interpreter (which reads the layout as the
+// kernel does, slot by slot through the shuffle) still gives the reference product, every
+// vector is named exactly once, and slot j of every group of 8 names a column of residue j
+// mod 8 wherever the row-block has enough of those.
+TEST(Interpreter, BankBalancedLayoutKeepsEveryVectorAndSpreadsResidues) {
+  for (auto [l, r] : {std::pair<ElemType, ElemType>{{8, true}, {8, true}}, {{4, true}, {4, true}}, {{16, true}, {8, false}}})
+    for (int v : {8, 4, 2}) {
+      OpSpec s{OpKind::SpMM, l, r, v, 32, true, OutType::Int32, 90};
+      s.resident = true;
+      auto p = plan(s);
+      ASSERT_TRUE(bool(p));
+      std::mt19937_64 rng(31 + v);
+      check_spmm(*p, rng);
+      VectorSparse a = random_vector_sparse(rng, 24, 300, v, 300, s.lhs);
+      auto layout = build_srbcrs(a, *p);
+      ASSERT_TRUE(bool(layout));
+      EXPECT_TRUE(layout->bank_balanced);
+      for (int64_t b = 0; b < a.num_blocks(); ++b) {
+        std::multiset<int> want(a.col.begin() + a.block_ptr[b], a.col.begin() + a.block_ptr[b + 1]), got;
+        int per_residue[8] = {};
+        for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i) ++per_residue[a.col[i] & 7];
+        const int64_t base = layout->row_ptr[2 * b], groups = (layout->padded_end(b) - base) / 8;
+        for (int64_t g = 0; g < groups; ++g) {
+          for (int j = 0; j < 8; ++j) {
+            const int c = layout->col_idx[base + 8 * g + j];
+            if (c >= 0) got.insert(c);
+            // a residue with a vector for every group has one at its own offset in each group
+            // (its surplus fills free slots anywhere)
+            if (per_residue[j] >= groups) EXPECT_EQ(c & 7, j) << "row-block " << b << " group " << g << " slot " << j;
+          }
+        }
+        EXPECT_EQ(got, want) << "row-block " << b;
+      }
+      // And a plain layout of the same matrix is not balanced (the flag follows the plan).
+      Plan q = *p;
+      q.spec.resident = false;
+      auto plain = build_srbcrs(a, q);
+      ASSERT_TRUE(bool(plain));
+      EXPECT_FALSE(plain->bank_balanced);
+    }
 }
 
 }  // namespace

@@ -80,6 +80,7 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.prefetch = !f.no_prefetch;
   s.stages = f.stages;
   s.split = f.split;
+  s.resident = f.resident;
   s.out = *out;
   s.arch = *arch;
   s.scale = *scale;

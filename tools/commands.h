@@ -24,6 +24,7 @@ struct OpFlags {
   bool no_prefetch = false;
   int stages = 0;
   int split = 1;
+  bool resident = false;
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
   int candidate = 0;        // index into plan_candidates (0 = best)
 };

@@ -11,7 +11,7 @@
 //   magicube tune    <op flags> (--matrix=FILE.smtx | --m --k --sparsity) --n=N [--verify] ...
 //   magicube bench   [--out-dir=DIR] [--quick] [--filter=L8-R8,...] [--dlmc=DIR|ARCHIVE] ...
 //
-// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --out --scale --bias --arch
+// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --resident --out --scale --bias --arch
 // Exit status: 0 success; 1 bad input or a failure (the message names it); 2 nothing run
 // (no GPU).
 #include <string>
@@ -44,12 +44,15 @@ cl::opt<std::string> LhsFlag("lhs", cl::desc("LHS element type: s<bits> | u<bits
 cl::opt<std::string> RhsFlag("rhs", cl::desc("RHS element type: s<bits> | u<bits>, bits 1..16"), cl::init("s8"),
                              cl::cat(OpCat), OP_SUBS);
 cl::opt<int> VFlag("v", cl::desc("vector length V: 1, 2, 4 or 8"), cl::init(8), cl::cat(OpCat), OP_SUBS);
-cl::opt<int> BsnFlag("bsn", cl::desc("dense tile width: 32, 64, 128 or 256"), cl::init(64), cl::cat(OpCat), OP_SUBS);
+cl::opt<int> BsnFlag("bsn", cl::desc("dense tile width: 32, 64, 128 or 256 (16 with --resident)"), cl::init(64), cl::cat(OpCat), OP_SUBS);
 cl::opt<bool> NoPrefetchFlag("no-prefetch", cl::desc("disable the prefetch pipeline"), cl::cat(OpCat), OP_SUBS);
 cl::opt<int> StagesFlag("stages", cl::desc("SpMM cp.async ring depth: 2, 3 or 4 (0 = deepest that fits)"), cl::init(0),
                         cl::cat(OpCat), OP_SUBS);
 cl::opt<int> SplitFlag("split", cl::desc("SpMM warp groups sharing a row-block's strides: 1 or 2"), cl::init(1),
                        cl::cat(OpCat), OP_SUBS);
+cl::opt<bool> ResidentFlag("resident",
+                          cl::desc("SpMM: keep a K x BSn slice of B in shared memory per thread block (BSn 16..128)"),
+                          cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> OutFlag("out", cl::desc("output type: int32 | int64 | f32 | f16 | bf16"), cl::init("int32"),
                              cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> ScaleFlag("scale", cl::desc("float outputs' dequantization scale: none | tensor | rowcol"),
@@ -170,6 +173,7 @@ tool::OpFlags op_flags() {
   f.no_prefetch = NoPrefetchFlag;
   f.stages = StagesFlag;
   f.split = SplitFlag;
+  f.resident = ResidentFlag;
   f.candidate = CandidateFlag;
   return f;
 }
@@ -207,6 +211,7 @@ tool::TuneArgs tune_args() {
   t.no_prefetch_given = NoPrefetchFlag.getNumOccurrences() > 0;
   t.stages_given = StagesFlag.getNumOccurrences() > 0;
   t.split_given = SplitFlag.getNumOccurrences() > 0;
+  t.resident_given = ResidentFlag.getNumOccurrences() > 0;
   t.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   t.verify = TuneVerify;
   return t;

@@ -13,6 +13,7 @@ struct TuneArgs {
   bool no_prefetch_given = false; // --no-prefetch pins prefetch off (else ring depths 4, 3, 2 and off are timed)
   bool stages_given = false;      // --stages pins the ring depth
   bool split_given = false;       // --split pins the warp groups
+  bool resident_given = false;    // --resident pins the resident-B kernel
   bool candidate_given = false;   // refused: tune times every candidate plan
   bool verify = false;            // check each candidate bit-exact before timing it
 };

@@ -115,9 +115,46 @@ TEST(SpmmGpu, EveryCandidatePlanOnAwkwardShapes) {
               if (p.native_bits == 8 && p.shape == MmaShape{16, 8, 32} && p.orient == Orientation::DenseOnM &&
                   can_split(q))
                 cases.push_back({q, 77, 301, 200});
+              // ... and with B resident in shared memory, at the widest and narrowest slice.
+              for (int rbsn : {16, 32, 128}) {
+                Plan r = p;
+                r.spec.bsn = rbsn;
+                r.spec.resident = true;
+                if (can_reside(r)) cases.push_back({r, 77, 301, 200});
+              }
             }
           }
   run_cases(*ctx, cases, 11);
+}
+
+// Resident B on shapes that stress its scheduling: more row-blocks than warps (dynamic
+// taking), fewer row-blocks than warps, K below 8 (pad rows), N not a multiple of the
+// slice, row-blocks without vectors, long rows (many strides), and every ring depth.
+TEST(SpmmGpu, ResidentBSchedulingAndShapes) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::vector<Case> cases;
+  const std::pair<ElemType, ElemType> types[] = {{{8, true}, {8, true}},   {{8, true}, {4, false}},
+                                                 {{4, true}, {4, true}},   {{16, true}, {8, true}},
+                                                 {{16, true}, {16, true}}, {{5, false}, {3, true}}};
+  const int64_t shapes[][3] = {{2048, 1024, 256}, {40, 5, 70}, {1000, 700, 333}, {8, 4096, 64}, {4096, 4096, 32}};
+  int i = 0;
+  for (auto [l, r] : types)
+    for (int v : {8, 4, 2})
+      for (auto &sh : shapes) {
+        const int stages = 2 + i++ % 3;
+        for (int bsn : {16, 32, 64}) {
+          OpSpec s{OpKind::SpMM, l, r, v, bsn, true, OutType::Int32, 90};
+          s.stages = stages;
+          s.resident = true;
+          if (max_exact_k(l, r) == 0) s.out = OutType::Int64;
+          auto p = plan(s);
+          ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+          if (!can_reside(*p) || resident_smem(*p, sh[1]) + 1024 > size_t(ctx->max_shared_per_block_optin())) continue;
+          cases.push_back({*p, sh[0], sh[1], sh[2]});
+        }
+      }
+  ASSERT_GT(cases.size(), 100u);
+  run_cases(*ctx, cases, 21);
 }
 
 TEST(SpmmGpu, EveryWidthPairBothSignednesses) {
