@@ -441,8 +441,10 @@ class Suite {
   void add(ResultRow r) { out_.rows.push_back(std::move(r)); }
 
   // rows / n (SpMM: A's rows and B's columns, 0 when unknown) size the untuned tile.
+  // k / mean_len (SpMM: B's rows and A's mean vectors per row-block, 0 when unknown) decide
+  // whether B may stay resident in shared memory.
   llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction, int64_t rows = 0,
-                                   int64_t n = 0);
+                                   int64_t n = 0, int64_t k = 0, double mean_len = 0);
   // Ours on one problem: the stored autotuning choice for it when there is one (after tuning
   // it first with --tune), else choose_plan's. `how` says which ("" or " [tuned: ...]").
   llvm::Expected<Plan> ours_plan(OpKind op, const Precision &p, const VectorSparse &a, int64_t n_or_k,
@@ -534,7 +536,7 @@ void Suite::guarded(ResultRow row, const std::function<void(ResultRow &)> &fn) {
 }
 
 llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction, int64_t rows,
-                                        int64_t n) {
+                                        int64_t n, int64_t k, double mean_len) {
   OpSpec s;
   s.op = op;
   s.lhs = p.lhs;
@@ -563,6 +565,27 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
       if (p2 && can_split(*p2)) s.split = 2;
       else if (!p2) llvm::consumeError(p2.takeError());
     }
+    // B resident in shared memory (BSn=32 slices, 32 warps) where it beat the ring kernel on
+    // the H100 (2026-11-22, M=K=4096, `magicube run` medians, ms, resident vs ring): L8-R8
+    // V=8 s=0.7 N=256 0.0233 vs 0.0297, s=0.9 0.0126 vs 0.0136, N=512 s=0.9 0.0197 vs 0.0237,
+    // V=4 s=0.9 0.0203 vs 0.0228, V=2 s=0.9 0.0345 vs 0.0384, V=2 s=0.7 0.0841 vs 0.0983: one
+    // 8-bit B plane and one lhs stack group (two accumulator tiles), rows of 4+ strides,
+    // enough row-blocks per block, and a slice that fits. It lost at s=0.98 (0.0079 vs 0.0068),
+    // with 4-bit B (L8-R4 0.0172 vs 0.0146) and with more accumulators (L16-R16).
+    const int64_t slices = (n + 31) / 32;
+    if (k > 0 && mean_len >= 4 * 32 && blocks * slices >= 16 * int64_t(ctx_.sm_count())) {
+      OpSpec r = s;
+      r.bsn = 32;
+      r.split = 1;
+      r.resident = true;
+      auto pr = plan(r);
+      if (!pr) {
+        llvm::consumeError(pr.takeError());
+      } else if (can_reside(*pr) && pr->groups.size() == 1 && pr->rhs.size() == 1 && pr->rhs[0].storage_bits == 8 &&
+                 resident_smem(*pr, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin())) {
+        s = r;
+      }
+    }
   }
   // Untuned SDDMM tile: 128 vectors (4 warps x 2 tiles) when each operand is one byte plane,
   // else 64 (their loads per k-block double). H100, 2026-11-22, M=N=4096 V=8: 128 beat 64 by
@@ -586,7 +609,9 @@ llvm::Expected<Plan> Suite::ours_plan(OpKind op, const Precision &p, const Vecto
                                       std::string &how) {
   how.clear();
   const int64_t reduction = op == OpKind::SpMM ? a.max_block_length() : n_or_k;
-  auto base = op == OpKind::SpMM ? choose_plan(op, p, a.v, reduction, a.rows, n_or_k) : choose_plan(op, p, a.v, reduction);
+  const double mean_len = a.num_blocks() ? double(a.num_vectors()) / double(a.num_blocks()) : 0;
+  auto base = op == OpKind::SpMM ? choose_plan(op, p, a.v, reduction, a.rows, n_or_k, a.cols, mean_len)
+                                 : choose_plan(op, p, a.v, reduction);
   if (!base) return base;
   const MatrixSignature sig = op == OpKind::SpMM ? spmm_signature(a, n_or_k) : sddmm_signature(a, n_or_k);
   if (cfg_.tune) {

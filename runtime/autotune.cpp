@@ -100,10 +100,10 @@ const std::vector<KnobInfo> &knob_table() {
       {"split", &Knobs::split, {1, 2}, [](OpSpec &s, int v) { s.split = s.op == OpKind::SpMM ? v : 1; },
        [](const OpSpec &s) { return s.split; },
        [](int v) { return v == 1 ? std::string() : "--split=" + std::to_string(v); }},
-      // SpMM's resident-B kernel: timed only when asked for (--resident, knob_values), since
-      // on the H100 it lost to the ring kernel on every benchmark shape (bench/NOTES.md);
-      // combinations it cannot build (split 2, BSn 256, no prefetch) are skipped
-      {"resident", &Knobs::resident, {0}, [](OpSpec &s, int v) { s.resident = s.op == OpKind::SpMM && v; },
+      // SpMM's resident-B kernel (0 or 1); combinations it cannot build (split 2, BSn 256, no
+      // prefetch, plans other than int8 m16n8k32) are skipped, and a launch that needs more
+      // shared memory than a block has (K x BSn too large) is skipped with its reason
+      {"resident", &Knobs::resident, {0, 1}, [](OpSpec &s, int v) { s.resident = s.op == OpKind::SpMM && v; },
        [](const OpSpec &s) { return int(s.resident); },
        [](int v) { return v ? std::string("--resident") : std::string(); }},
   };

@@ -247,6 +247,7 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
     const size_t pf = base.op == OpKind::SpMM ? 3 : 2;
     size_t unsplit = 0, split = 0;
     for (const Candidate &c : *cands) {
+      if (c.spec.resident) continue;  // counted in ResidentCandidatesOnlyWhereBuildable
       (c.spec.split == 1 ? unsplit : split) += 1;
       if (c.spec.split == 2) {
         auto ps = plan_candidates(c.spec);
@@ -283,11 +284,20 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
   }
 }
 
-// Resident B is timed only when asked for; then only what its kernel can build is enumerated.
-TEST(Autotune, ResidentCandidatesOnlyWhenAskedAndBuildable) {
-  auto plain = tuning_candidates(kBase);
+// Resident B is a tuning candidate where its kernel can be built, and only there; pinning
+// the knob to 0 leaves it out.
+TEST(Autotune, ResidentCandidatesOnlyWhereBuildable) {
+  auto all = tuning_candidates(kBase);
+  ASSERT_TRUE(bool(all));
+  EXPECT_TRUE(std::any_of(all->begin(), all->end(), [](const Candidate &c) { return c.spec.resident; }));
+  TuneOptions off;
+  off.knob_values["resident"] = {0};
+  auto plain = tuning_candidates(kBase, off);
   ASSERT_TRUE(bool(plain));
   for (const Candidate &c : *plain) EXPECT_FALSE(c.spec.resident) << c.str();
+  auto sddmm = tuning_candidates(OpSpec{OpKind::SDDMM, {8, true}, {8, true}, 8, 64, true, OutType::Int32, 90});
+  ASSERT_TRUE(bool(sddmm));
+  for (const Candidate &c : *sddmm) EXPECT_FALSE(c.spec.resident) << c.str();
   TuneOptions o;
   o.knob_values["resident"] = {1};
   auto cands = tuning_candidates(kBase, o);

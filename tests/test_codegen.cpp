@@ -197,13 +197,21 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
   EXPECT_TRUE(ks->resident);
   EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n32r_pf_sm90");
-  EXPECT_EQ(ks->threads, 512);
+  EXPECT_EQ(ks->threads, 1024) << "two accumulator tiles: 32 warps";
   EXPECT_EQ(ks->smem_per_k, 32);
   EXPECT_EQ(ks->dynamic_smem(4096), 4096u * 32 + size_t(ks->smem_fixed));
   EXPECT_EQ(ks->dynamic_smem(3), 8u * 32 + size_t(ks->smem_fixed)) << "pads gather rows 0..7";
   EXPECT_NE(ks->source.find("extern __shared__"), std::string::npos);
   EXPECT_NE(ks->source.find("sw0 = ((row >> 2) & 1)"), std::string::npos) << "32-byte rows swizzle their two units";
   EXPECT_NE(ks->source.find("int ldb, int K"), std::string::npos);
+  // Four accumulator tiles (BSn=64) would spill at 32 warps' 64 registers: 16 warps.
+  OpSpec w = s;
+  w.bsn = 64;
+  auto pw = plan(w);
+  ASSERT_TRUE(bool(pw));
+  auto kw = generate(*pw);
+  ASSERT_TRUE(bool(kw));
+  EXPECT_EQ(kw->threads, 512);
   // 4-bit B at BSn=16 would make 8-byte slice rows.
   OpSpec n4 = s;
   n4.rhs = {4, true};
