@@ -57,17 +57,22 @@ TEST(Ir, RingDepthIsPartOfTheTextAndJson) {
   }
 }
 
-TEST(Ir, SplitIsPartOfTheTextAndJson) {
-  OpSpec s{OpKind::SpMM, {8, true}, {4, false}, 8, 256, true, OutType::Int32, 90};
-  s.split = 2;
-  s.stages = 3;
-  EXPECT_EQ(to_string(s), "spmm.s8xu4.v8.n256k2.pf3.i32.sm_90");
+// `s` prints as `text` and comes back equal through the text form and through JSON.
+void expect_round_trips(const OpSpec &s, const std::string &text) {
+  EXPECT_EQ(to_string(s), text);
   auto back = parse_opspec(to_string(s));
   ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
   EXPECT_EQ(*back, s);
   auto js = opspec_from_json(to_json(s));
   ASSERT_TRUE(bool(js)) << llvm::toString(js.takeError());
   EXPECT_EQ(*js, s);
+}
+
+TEST(Ir, SplitIsPartOfTheTextAndJson) {
+  OpSpec s{OpKind::SpMM, {8, true}, {4, false}, 8, 256, true, OutType::Int32, 90};
+  s.split = 2;
+  s.stages = 3;
+  expect_round_trips(s, "spmm.s8xu4.v8.n256k2.pf3.i32.sm_90");
   EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n64k3.pf.i32.sm_90")).find("split"), std::string::npos);
   EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n64kx.pf.i32.sm_90")).find("n256k2"), std::string::npos);
   s.op = OpKind::SDDMM;
@@ -78,13 +83,7 @@ TEST(Ir, SplitIsPartOfTheTextAndJson) {
 TEST(Ir, ResidentIsPartOfTheTextAndJson) {
   OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 4, 16, true, OutType::Int32, 90};
   s.resident = true;
-  EXPECT_EQ(to_string(s), "spmm.s8xs8.v4.n16r.pf.i32.sm_90");
-  auto back = parse_opspec(to_string(s));
-  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
-  EXPECT_EQ(*back, s);
-  auto js = opspec_from_json(to_json(s));
-  ASSERT_TRUE(bool(js)) << llvm::toString(js.takeError());
-  EXPECT_EQ(*js, s);
+  expect_round_trips(s, "spmm.s8xs8.v4.n16r.pf.i32.sm_90");
   EXPECT_NE(stable_hash(s), stable_hash(OpSpec{OpKind::SpMM, {8, true}, {8, true}, 4, 16, true, OutType::Int32, 90}));
   // BSn 16 only with resident B; resident B only for SpMM, split 1, prefetch on, BSn <= 128.
   EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n16.pf.i32.sm_90")).find("resident"), std::string::npos);
