@@ -816,7 +816,8 @@ struct Gen {
     for (const Chunk &c : p.rhs) bytes += res_row_bytes(c);
     return bytes;
   }
-  // Strides in flight per warp: pf2 / pf3 / pf4 give 2 / 3 / 4; pf (automatic) 4.
+  // Strides in flight per warp: pf2 / pf3 / pf4 give 2 / 3 / 4; pf (automatic) 4. Deeper
+  // spills at 32 warps' 64 registers (depth 6: 0.0232 -> 0.0245 ms, L8-R8 s=0.7 on the H100).
   int res_depth() const { return p.spec.stages ? p.spec.stages : 4; }
   int res_ring_bytes() const { return 0; }  // the ring is in registers
   // resident_swizzle (codegen.h) as a CUDA expression of row `k`.
