@@ -157,6 +157,45 @@ TEST(SpmmGpu, ResidentBSchedulingAndShapes) {
   run_cases(*ctx, cases, 21);
 }
 
+// A resident-B launch refuses, naming the problem: a K whose slice exceeds the block's shared
+// memory, and a B packed for another plan (rows of ldb instead of slices).
+TEST(SpmmGpu, ResidentBRefusesWhatItCannotRun) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 128, true, OutType::Int32, 90};
+  s.resident = true;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p));
+  std::mt19937_64 rng(9);
+  const int64_t big_k = 4096;  // 4096 x 128 bytes = 512 KiB of slice
+  VectorSparse a = random_vector_sparse(rng, 16, big_k, 8, 64, s.lhs);
+  std::vector<int64_t> b = random_dense(rng, big_k * 64, s.rhs);
+  std::string f = run_and_compare(*ctx, *p, a, b, 64);
+  EXPECT_NE(f.find("bytes of shared memory for K=4096"), std::string::npos) << f;
+  // B packed for the ring kernel, launched with the resident one.
+  s.bsn = 32;
+  auto pr = plan(s);
+  ASSERT_TRUE(bool(pr));
+  Plan ring = *pr;
+  ring.spec.resident = false;
+  VectorSparse a2 = random_vector_sparse(rng, 16, 64, 8, 64, s.lhs);
+  std::vector<int64_t> b2 = random_dense(rng, 64 * 64, s.rhs);
+  auto layout = build_srbcrs(a2, *pr);
+  ASSERT_TRUE(bool(layout));
+  auto pa = pack_lhs(*layout, *pr);
+  auto pb = pack_rhs(b2, 64, 64, ring);  // rows of ldb
+  ASSERT_TRUE(pa && pb);
+  auto da = upload(*pa, *layout);
+  auto db = upload(*pb);
+  ASSERT_TRUE(da && db);
+  auto c = DeviceBuffer::allocate(16 * 64 * 4);
+  ASSERT_TRUE(bool(c));
+  auto k = SpmmKernel::get(*ctx, *pr);
+  ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+  llvm::Error e = (*k)->launch(*da, *db, c->ptr(), nullptr);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("B was packed for another plan"), std::string::npos);
+}
+
 TEST(SpmmGpu, EveryWidthPairBothSignednesses) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::vector<Case> cases;
