@@ -568,10 +568,10 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
     // B resident in shared memory (BSn=32 slices, 32 warps) where it beat the ring kernel on
     // the H100 (2026-11-22, M=K=4096, `magicube run` medians, ms, resident vs ring): L8-R8
     // V=8 s=0.7 N=256 0.0233 vs 0.0297, s=0.9 0.0126 vs 0.0136, N=512 s=0.9 0.0197 vs 0.0237,
-    // V=4 s=0.9 0.0203 vs 0.0228, V=2 s=0.9 0.0345 vs 0.0384, V=2 s=0.7 0.0841 vs 0.0983: one
-    // 8-bit B plane and one lhs stack group (two accumulator tiles), rows of 4+ strides,
-    // enough row-blocks per block, and a slice that fits. It lost at s=0.98 (0.0079 vs 0.0068),
-    // with 4-bit B (L8-R4 0.0172 vs 0.0146) and with more accumulators (L16-R16).
+    // V=4 s=0.9 0.0203 vs 0.0228, V=2 s=0.9 0.0345 vs 0.0384, V=2 s=0.7 0.0841 vs 0.0983;
+    // L16-R8 s=0.9 V=8 0.0139 vs 0.0144, V=4 0.0219 vs 0.0251: one 8-bit B plane, rows of 4+
+    // strides, enough row-blocks per block, and a slice that fits. It lost at s=0.98 (0.0079
+    // vs 0.0068), with 4-bit B (L8-R4 s=0.9 0.0171 vs 0.0150) and with L16-R16.
     const int64_t slices = (n + 31) / 32;
     if (k > 0 && mean_len >= 4 * 32 && blocks * slices >= 16 * int64_t(ctx_.sm_count())) {
       OpSpec r = s;
@@ -581,9 +581,14 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
       auto pr = plan(r);
       if (!pr) {
         llvm::consumeError(pr.takeError());
-      } else if (can_reside(*pr) && pr->groups.size() == 1 && pr->rhs.size() == 1 && pr->rhs[0].storage_bits == 8 &&
-                 resident_smem(*pr, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin())) {
-        s = r;
+      } else {
+        // Two lhs groups (L16-R8) only with an int32 output: int64 epilogues leave 16 warps.
+        llvm::Error wide = check_reduction_length(*pr, reduction);
+        const bool i32 = !wide;
+        llvm::consumeError(std::move(wide));
+        if (can_reside(*pr) && (pr->groups.size() == 1 || (pr->groups.size() == 2 && i32)) && pr->rhs.size() == 1 &&
+            pr->rhs[0].storage_bits == 8 && resident_smem(*pr, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin()))
+          s = r;
       }
     }
   }

@@ -73,9 +73,9 @@ struct Gen {
     if (resident()) {  // resident B: every warp takes whole row-blocks over all BSn columns
       wn = plan.spec.bsn;
       // 32 warps hide the gathers' latency best (H100: 1.1-1.3x over 16) but leave 64
-      // registers a thread: enough for two int32 accumulator tiles; more spill, so 16 warps.
-      const size_t accs = plan.groups.size() * plan.rhs.size() * size_t(wn / 16);
-      threads = (accs <= 2 && plan.spec.out != OutType::Int64 ? 32 : 16) * 32;
+      // registers a thread: enough for up to four int32 accumulator tiles (with a 2-deep
+      // register ring past two, res_depth); more spill, so 16 warps.
+      threads = (res_accs() <= 4 && plan.spec.out != OutType::Int64 ? 32 : 16) * 32;
     }
     if (sfast()) {  // SDDMM fast path: up to 4 warps, 16 vectors per tile, BSn / 16 / warps tiles each
       const int warps = std::min(4, plan.spec.bsn / 16);
@@ -816,9 +816,11 @@ struct Gen {
     for (const Chunk &c : p.rhs) bytes += res_row_bytes(c);
     return bytes;
   }
-  // Strides in flight per warp: pf2 / pf3 / pf4 give 2 / 3 / 4; pf (automatic) 4. Deeper
-  // spills at 32 warps' 64 registers (depth 6: 0.0232 -> 0.0245 ms, L8-R8 s=0.7 on the H100).
-  int res_depth() const { return p.spec.stages ? p.spec.stages : 4; }
+  // Strides in flight per warp: pf2 / pf3 / pf4 give 2 / 3 / 4; pf (automatic) 4 for up to
+  // two accumulator tiles, 2 for three or four (deeper spills at 32 warps' 64 registers;
+  // depth 6 at two tiles: 0.0232 -> 0.0245 ms, L8-R8 s=0.7 on the H100).
+  int res_accs() const { return int(p.groups.size() * p.rhs.size()) * (p.spec.bsn / 16); }
+  int res_depth() const { return p.spec.stages ? p.spec.stages : res_accs() <= 2 ? 4 : 2; }
   int res_ring_bytes() const { return 0; }  // the ring is in registers
   // resident_swizzle (codegen.h) as a CUDA expression of row `k`.
   static std::string res_swizzle(const std::string &k, int units) {

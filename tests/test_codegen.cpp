@@ -204,14 +204,24 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   EXPECT_NE(ks->source.find("extern __shared__"), std::string::npos);
   EXPECT_NE(ks->source.find("sw0 = ((row >> 2) & 1)"), std::string::npos) << "32-byte rows swizzle their two units";
   EXPECT_NE(ks->source.find("int ldb, int K"), std::string::npos);
-  // Four accumulator tiles (BSn=64) would spill at 32 warps' 64 registers: 16 warps.
+  // Four accumulator tiles (BSn=64) keep 32 warps with a 2-deep register ring; eight (two
+  // lhs groups x two rhs planes x two tiles) would spill: 16 warps.
   OpSpec w = s;
   w.bsn = 64;
   auto pw = plan(w);
   ASSERT_TRUE(bool(pw));
   auto kw = generate(*pw);
   ASSERT_TRUE(bool(kw));
-  EXPECT_EQ(kw->threads, 512);
+  EXPECT_EQ(kw->threads, 1024);
+  EXPECT_NE(kw->source.find("2 strides in flight"), std::string::npos);
+  w.lhs = w.rhs = {16, true};
+  w.bsn = 32;
+  w.out = OutType::Int64;
+  auto p8 = plan(w);
+  ASSERT_TRUE(bool(p8));
+  auto k8 = generate(*p8);
+  ASSERT_TRUE(bool(k8));
+  EXPECT_EQ(k8->threads, 512);
   // 4-bit B at BSn=16 would make 8-byte slice rows.
   OpSpec n4 = s;
   n4.rhs = {4, true};
