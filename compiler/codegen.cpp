@@ -821,7 +821,6 @@ struct Gen {
   // depth 6 at two tiles: 0.0232 -> 0.0245 ms, L8-R8 s=0.7 on the H100).
   int res_accs() const { return int(p.groups.size() * p.rhs.size()) * (p.spec.bsn / 16); }
   int res_depth() const { return p.spec.stages ? p.spec.stages : res_accs() <= 2 ? 4 : 2; }
-  int res_ring_bytes() const { return 0; }  // the ring is in registers
   // resident_swizzle (codegen.h) as a CUDA expression of row `k`.
   static std::string res_swizzle(const std::string &k, int units) {
     switch (units) {
@@ -1024,7 +1023,7 @@ size_t resident_smem(const Plan &p, long long k) {
   Plan q = p;
   q.spec.resident = true;
   Gen gen(q);
-  return size_t(k < 8 ? 8 : k) * size_t(gen.res_slice_bytes_per_k()) + size_t(gen.res_ring_bytes());
+  return size_t(k < 8 ? 8 : k) * size_t(gen.res_slice_bytes_per_k());
 }
 
 bool fast_compile_enabled() {
@@ -1075,7 +1074,6 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   if (gen.resident()) {
     ks.resident = true;
     ks.smem_per_k = gen.res_slice_bytes_per_k();
-    ks.smem_fixed = gen.res_ring_bytes();
   }
   ks.threads = gen.threads;
   ks.bsn = p.spec.bsn;

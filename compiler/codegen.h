@@ -28,12 +28,10 @@ struct KernelSource {
   int bsn = 64;
   unsigned grid_x(long long n) const { return unsigned((n + bsn - 1) / bsn); }
   // Resident-B SpMM: grid y = parts of the row-block list, and dynamic shared memory of
-  // max(K, 8) * smem_per_k + smem_fixed bytes (the B slice, then the warps' rings).
+  // max(K, 8) * smem_per_k bytes (the B slice, every rhs plane).
   bool resident = false;
-  int smem_per_k = 0, smem_fixed = 0;
-  size_t dynamic_smem(long long k) const {
-    return resident ? size_t(k < 8 ? 8 : k) * size_t(smem_per_k) + size_t(smem_fixed) : 0;
-  }
+  int smem_per_k = 0;
+  size_t dynamic_smem(long long k) const { return resident ? size_t(k < 8 ? 8 : k) * size_t(smem_per_k) : 0; }
 };
 
 // SpMM's B planes are stored K x ldb with ldb = N rounded up to this many elements (zero

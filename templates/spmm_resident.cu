@@ -7,7 +7,7 @@
 // dynamic shared memory once; its warps then take the part's row-blocks one at a time and,
 // per SR-BCRS stride, gather the KS rows the stride names straight from the slice with
 // ldmatrix (no global gather), while A's strides and column indices stream through a
-// per-warp cp.async ring. Dynamic shared memory: max(K, 8) x (slice row bytes) + the rings.
+// per-warp register ring. Dynamic shared memory: max(K, 8) x (slice row bytes).
 // The epilogue shifts each accumulator element by its chunk term's shift, sums the terms,
 // exchanges stacked slots between lanes, and writes the row-block's V rows.
 // ---------------------------------------------------------------------------------------

@@ -199,8 +199,9 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n32r_pf_sm90");
   EXPECT_EQ(ks->threads, 1024) << "two accumulator tiles: 32 warps";
   EXPECT_EQ(ks->smem_per_k, 32);
-  EXPECT_EQ(ks->dynamic_smem(4096), 4096u * 32 + size_t(ks->smem_fixed));
-  EXPECT_EQ(ks->dynamic_smem(3), 8u * 32 + size_t(ks->smem_fixed)) << "pads gather rows 0..7";
+  EXPECT_EQ(ks->dynamic_smem(4096), 4096u * 32);
+  EXPECT_EQ(ks->dynamic_smem(3), 8u * 32) << "pads gather rows 0..7";
+  EXPECT_EQ(resident_smem(*p, 4096), 4096u * 32);
   EXPECT_NE(ks->source.find("extern __shared__"), std::string::npos);
   EXPECT_NE(ks->source.find("sw0 = ((row >> 2) & 1)"), std::string::npos) << "32-byte rows swizzle their two units";
   EXPECT_NE(ks->source.find("int ldb, int K"), std::string::npos);
