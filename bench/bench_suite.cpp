@@ -589,6 +589,21 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
         if (can_reside(*pr) && (pr->groups.size() == 1 || (pr->groups.size() == 2 && i32)) && pr->rhs.size() == 1 &&
             pr->rhs[0].storage_bits == 8 && resident_smem(*pr, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin()))
           s = r;
+        // Slices of 48 columns (three mma tiles per stride, 192 KiB at K=4096) for one lhs
+        // group when each SM has at least 800 strides to run: the per-stride overhead then buys
+        // 3 tiles instead of 2, which outweighs the larger slice copy. H100, 2026-11-22, L8-R8
+        // M=K=4096, ms, BSn 32 -> 48: V=2 s=0.7 N=256 0.0841 -> 0.0626, N=512 0.1655 -> 0.1128;
+        // V=2 s=0.9 0.0344 -> 0.0279; V=4 s=0.9 N=512 0.0351 -> 0.0280; V=8 s=0.7 0.0233 ->
+        // 0.0222; but V=8 s=0.9 (about 300 strides per SM) 0.0124 -> 0.0128.
+        const int64_t slices48 = (n + 47) / 48;
+        const double per_sm = double(blocks) * (mean_len / 32) * double(slices48) / double(sms);
+        if (s.resident && pr->groups.size() == 1 && per_sm >= 800) {
+          OpSpec w = s;
+          w.bsn = 48;
+          auto pw = plan(w);
+          if (!pw) llvm::consumeError(pw.takeError());
+          else if (can_reside(*pw) && resident_smem(*pw, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin())) s = w;
+        }
       }
     }
   }

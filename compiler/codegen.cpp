@@ -824,10 +824,10 @@ struct Gen {
   // resident_swizzle (codegen.h) as a CUDA expression of row `k`.
   static std::string res_swizzle(const std::string &k, int units) {
     switch (units) {
-      case 1: return "0";
+      case 1: case 3: return "0";  // 3 units: row k starts in bank group 3k mod 8 already
       case 2: return "((" + k + " >> 2) & 1)";
       case 4: return "((" + k + " >> 1) & 3)";
-      default: return "(" + k + " & 7)";
+      default: return "(" + k + " & 7)";  // 8 units
     }
   }
 
@@ -1014,7 +1014,7 @@ bool can_reside(const Plan &p) {
   if (!gen.resident()) return false;
   for (const Chunk &c : q.rhs) {
     const int rb = gen.res_row_bytes(c);
-    if (rb != 16 && rb != 32 && rb != 64 && rb != 128) return false;
+    if (rb != 16 && rb != 32 && rb != 48 && rb != 64 && rb != 128) return false;
   }
   return true;
 }
@@ -1068,7 +1068,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
                                    "resident: a slice row of B is " + std::to_string(gen.res_row_bytes(p.rhs[0])) +
                                        " bytes per plane at BSn=" + std::to_string(p.spec.bsn) + " (" +
                                        std::to_string(p.rhs[0].storage_bits) +
-                                       "-bit planes); it must be 16, 32, 64 or 128 (4-bit B needs BSn >= 32)");
+                                       "-bit planes); it must be 16, 32, 48, 64 or 128 (4-bit B needs BSn >= 32)");
   KernelSource ks;
   ks.name = p.kernel_name();
   if (gen.resident()) {

@@ -9,7 +9,7 @@
 namespace magicube {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr const char *kGeneratorVersion = "magicube-codegen-9";
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-10";
 
 struct KernelSource {
   std::string name;    // the kernel's extern "C" name, e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
@@ -51,14 +51,20 @@ bool fast_compile_enabled();
 // the int8 m16n8k32 dense-on-M SpMM kernel whose rings fit in 48 KiB (true for split 1).
 bool can_split(const Plan &plan);
 // Whether generate() can build this plan with spec.resident set: the int8 m16n8k32
-// dense-on-M SpMM kernel, prefetch on, split 1, and slice rows of 16, 32, 64 or 128 bytes per
-// rhs plane (8-bit B: BSn 16..128; 4-bit B: BSn 32..128).
+// dense-on-M SpMM kernel, prefetch on, split 1, and slice rows of 16, 32, 48, 64 or 128 bytes
+// per rhs plane (8-bit B: BSn 16, 32, 48, 64, 128; 4-bit B: BSn 32, 64, 96, 128).
 bool can_reside(const Plan &plan);
-// A resident B slice row of `units` 16-byte units (1, 2, 4 or 8) stores unit u of row k at
+// A resident B slice row of `units` 16-byte units (1, 2, 3, 4 or 8) stores unit u of row k at
 // u ^ resident_swizzle(k, units): rows of 8 different residues mod 8 then start in 8
-// different shared-memory bank groups.
+// different shared-memory bank groups. Rows of 3 units need no swizzle: row k starts in bank
+// group 3k mod 8, and 3 is odd, so 8 residues give 8 groups.
 inline int resident_swizzle(long long k, int units) {
-  return units == 1 ? 0 : units == 2 ? int((k >> 2) & 1) : units == 4 ? int((k >> 1) & 3) : int(k & 7);
+  switch (units) {
+    case 1: case 3: return 0;
+    case 2: return int((k >> 2) & 1);
+    case 4: return int((k >> 1) & 3);
+    default: return int(k & 7);
+  }
 }
 // The dynamic shared memory a resident-B kernel of this plan needs for B with k rows.
 size_t resident_smem(const Plan &plan, long long k);

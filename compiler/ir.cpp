@@ -84,15 +84,17 @@ llvm::Error validate(const OpSpec &s) {
       return err(llvm::Twine(name) + ": " + llvm::Twine(e.bits) + " bits is out of range (allowed: 1..16)");
   if (s.v != 1 && s.v != 2 && s.v != 4 && s.v != 8)
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
-  if (s.bsn == 16 && !s.resident)
-    return err("bsn: BSn=16 is allowed only for a resident-B SpMM (n16r; otherwise allowed: 32, 64, 128, 256)");
-  if (s.bsn != 16 && s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
-    return err("bsn: BSn=" + llvm::Twine(s.bsn) + " is not allowed (allowed: 32, 64, 128, 256; 16 with resident B)");
+  if ((s.bsn == 16 || s.bsn == 48 || s.bsn == 96) && !s.resident)
+    return err("bsn: BSn=" + llvm::Twine(s.bsn) +
+               " is allowed only for a resident-B SpMM (n" + llvm::Twine(s.bsn) + "r; otherwise allowed: 32, 64, 128, 256)");
+  if (s.bsn != 16 && s.bsn != 32 && s.bsn != 48 && s.bsn != 64 && s.bsn != 96 && s.bsn != 128 && s.bsn != 256)
+    return err("bsn: BSn=" + llvm::Twine(s.bsn) +
+               " is not allowed (allowed: 32, 64, 128, 256; 16, 48 and 96 with resident B)");
   if (s.resident && s.op != OpKind::SpMM) return err("resident: only SpMM keeps B resident in shared memory");
   if (s.resident && s.split != 1) return err("resident: a resident-B kernel does not split row-blocks (split must be 1)");
   if (s.resident && !s.prefetch) return err("resident: a resident-B kernel always prefetches (nopf is not allowed)");
   if (s.resident && s.bsn > 128)
-    return err("resident: BSn=" + llvm::Twine(s.bsn) + " is too wide for a resident B slice (allowed: 16, 32, 64, 128)");
+    return err("resident: BSn=" + llvm::Twine(s.bsn) + " is too wide for a resident B slice (allowed: 16, 32, 48, 64, 96, 128)");
   if (s.stages != 0 && s.stages != 2 && s.stages != 3 && s.stages != 4)
     return err("stages: " + llvm::Twine(s.stages) + " ring stages are not allowed (allowed: 0 = automatic, 2, 3, 4)");
   if (s.stages != 0 && !s.prefetch)

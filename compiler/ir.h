@@ -46,7 +46,7 @@ struct OpSpec {
   ElemType lhs{8, true};   // the sparse operand A (SpMM) / the left dense operand (SDDMM)
   ElemType rhs{8, true};   // the dense operand B
   int v = 8;               // 1-D block length (rows of a V x 1 vector): 1, 2, 4 or 8
-  int bsn = 64;            // dense tile width of one thread block: 32, 64, 128 or 256
+  int bsn = 64;            // dense tile width of one thread block: 32, 64, 128 or 256 (resident: 16..128)
   bool prefetch = true;    // RHS (SpMM) / LHS (SDDMM) prefetch pipeline
   OutType out = OutType::Int32;
   int arch = 90;           // compute capability: 80, 86, 89 or 90
@@ -58,7 +58,7 @@ struct OpSpec {
                               // with its own ring, summed at the end (text: n256k2)
   bool resident = false;      // SpMM: each thread block keeps a K x BSn slice of B in shared memory
                               // and its warps gather rows from it for a run of row-blocks (text:
-                              // n32r); BSn 16 is allowed only here
+                              // n32r); BSn 16, 48 and 96 are allowed only here
 
   friend bool operator==(const OpSpec &, const OpSpec &) = default;
 };

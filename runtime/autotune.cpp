@@ -84,7 +84,8 @@ llvm::Expected<const llvm::json::Value *> field(const llvm::json::Object &o, llv
 
 const std::vector<KnobInfo> &knob_table() {
   static const std::vector<KnobInfo> table = {
-      {"bsn", &Knobs::bsn, {32, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
+      // 48 is a resident-B width only (three mma tiles per stride; other kernels skip it)
+      {"bsn", &Knobs::bsn, {32, 48, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
        [](const OpSpec &s) { return s.bsn; }, [](int v) { return "--bsn=" + std::to_string(v); }},
       // 0: off; 1: on, automatic ring depth; 2..4: SpMM's cp.async ring depth (SDDMM: on)
       {"prefetch", &Knobs::prefetch, {4, 3, 0},
@@ -194,9 +195,11 @@ llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const Tune
     for (size_t i = 0; i < table.size(); ++i) k.*table[i].field = values[i][at[i]];
     OpSpec spec = with_knobs(base, k);
     llvm::Error invalid = validate(spec);
-    if (invalid && !spec.resident) return invalid;
+    const bool resident_width = spec.bsn == 16 || spec.bsn == 48 || spec.bsn == 96;
+    if (invalid && !spec.resident && !resident_width) return invalid;
     if (invalid) {
-      llvm::consumeError(std::move(invalid));  // resident B with split 2, BSn 256 or no prefetch
+      // resident B with split 2, BSn 256 or no prefetch; a resident-only BSn without it
+      llvm::consumeError(std::move(invalid));
     } else {
       k = knobs_of(spec);  // as the spec holds them (SDDMM: prefetch 1 for any depth)
       auto plans = plan_candidates(spec);

@@ -93,11 +93,12 @@ std::vector<Variant> grid() {
   // a float epilogue, and ring depths 4, 6 and 8 (sm_80 plans 4-bit B as native int4: no
   // resident kernel there).
   int ri = 0;
-  for (int bsn : {16, 32, 64, 128})
+  for (int bsn : {16, 32, 48, 64, 96, 128})
     for (auto [l, r] : {std::pair<ElemType, ElemType>{{8, true}, {8, true}}, {{4, true}, {4, false}}, {{16, true}, {16, true}}, {{5, false}, {3, true}}}) {
       ++ri;
       OpSpec s = spmm(l, r, 1 << (ri % 4), ri % 5 || r.bits <= 4 ? 90 : 80, true, max_exact_k(l, r) ? OutType::Int32 : OutType::Int64);
-      if (bsn == 16 && r.bits <= 4) continue;  // a 4-bit slice row of 16 columns is 8 bytes
+      if ((bsn == 16 || bsn == 48) && r.bits <= 4) continue;  // 4-bit slice rows of 8 or 24 bytes
+      if (bsn == 96 && r.bits > 4) continue;                   // 8-bit slice rows of 96 bytes
       s.bsn = bsn;
       s.resident = true;
       s.stages = ri % 3 ? 2 + ri % 3 : 0;
@@ -223,6 +224,29 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   auto k8 = generate(*p8);
   ASSERT_TRUE(bool(k8));
   EXPECT_EQ(k8->threads, 512);
+  // BSn=48: three tiles of 48-byte rows, not swizzled (row k starts in bank group 3k mod 8).
+  OpSpec t = s;
+  t.bsn = 48;
+  auto pt = plan(t);
+  ASSERT_TRUE(bool(pt));
+  EXPECT_TRUE(can_reside(*pt));
+  auto kt = generate(*pt);
+  ASSERT_TRUE(bool(kt)) << llvm::toString(kt.takeError());
+  EXPECT_EQ(kt->name, "magicube_spmm_s8s8_v8_n48r_pf_sm90");
+  EXPECT_EQ(kt->threads, 1024) << "three accumulator tiles: 32 warps";
+  EXPECT_EQ(kt->smem_per_k, 48);
+  EXPECT_NE(kt->source.find("sw0 = 0;"), std::string::npos);
+  EXPECT_NE(kt->source.find("acc_g0_r0_t2"), std::string::npos);
+  EXPECT_EQ(kt->source.find("acc_g0_r0_t3"), std::string::npos);
+  EXPECT_EQ(resident_swizzle(5, 3), 0);
+  // 8-bit B at BSn=96 would make 96-byte rows (six units: no conflict-free order).
+  t.bsn = 96;
+  auto p96 = plan(t);
+  ASSERT_TRUE(bool(p96));
+  EXPECT_FALSE(can_reside(*p96));
+  auto k96 = generate(*p96);
+  ASSERT_FALSE(bool(k96));
+  EXPECT_NE(llvm::toString(k96.takeError()).find("96 bytes"), std::string::npos);
   // 4-bit B at BSn=16 would make 8-byte slice rows.
   OpSpec n4 = s;
   n4.rhs = {4, true};

@@ -106,7 +106,7 @@ TEST(Formats, ReferenceSpmmMatchesDenseProduct) {
 // A resident-B plan's B: slices of BSn columns, each K rows of BSn contiguous, the 16-byte
 // units of row r at u ^ resident_swizzle(r, units); zeros past N.
 TEST(Formats, ResidentRhsIsSlicedAndSwizzled) {
-  for (auto [rt, bsn] : {std::pair<ElemType, int>{{8, true}, 32}, {{4, false}, 64}, {{8, false}, 128}}) {
+  for (auto [rt, bsn] : {std::pair<ElemType, int>{{8, true}, 32}, {{4, false}, 64}, {{8, false}, 128}, {{8, true}, 48}, {{4, true}, 96}}) {
     OpSpec s{OpKind::SpMM, {8, true}, rt, 8, bsn, true, OutType::Int32, 90};
     s.resident = true;
     auto p = plan(s);

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <cstdlib>
 
 #include "compiler/ir.h"
 
@@ -87,6 +88,14 @@ TEST(Ir, ResidentIsPartOfTheTextAndJson) {
   EXPECT_NE(stable_hash(s), stable_hash(OpSpec{OpKind::SpMM, {8, true}, {8, true}, 4, 16, true, OutType::Int32, 90}));
   // BSn 16 only with resident B; resident B only for SpMM, split 1, prefetch on, BSn <= 128.
   EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n16.pf.i32.sm_90")).find("resident"), std::string::npos);
+  // BSn 48 and 96 (three mma tiles of 8-bit / 4-bit B per stride) likewise.
+  for (const char *w : {"48", "96"}) {
+    OpSpec r = s;
+    r.bsn = std::atoi(w);
+    expect_round_trips(r, std::string("spmm.s8xs8.v4.n") + w + "r.pf.i32.sm_90");
+    EXPECT_NE(error_of(parse_opspec(std::string("spmm.s8xs8.v8.n") + w + ".pf.i32.sm_90")).find("resident"),
+              std::string::npos);
+  }
   EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n256r.pf.i32.sm_90")).find("too wide"), std::string::npos);
   EXPECT_NE(error_of(parse_opspec("spmm.s8xs8.v8.n64r.nopf.i32.sm_90")).find("prefetches"), std::string::npos);
   EXPECT_NE(error_of(parse_opspec("sddmm.s8xs8.v8.n64r.pf.i32.sm_90")).find("only SpMM"), std::string::npos);
@@ -106,7 +115,8 @@ TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v3.n64.pf.i32.sm_90")), {"v", "V=3", "1, 2, 4, 8"}));
   EXPECT_TRUE(has(error_of(parse_opspec("gemm.s8xs8.v8.n64.pf.i32.sm_90")), {"op", "gemm", "spmm, sddmm"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.pf.i32.sm_75")), {"arch", "sm_75", "sm_80"}));
-  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48.pf.i32.sm_90")), {"bsn", "48", "32, 64, 128, 256"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n40.pf.i32.sm_90")), {"bsn", "40", "32, 64, 128, 256"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48.pf.i32.sm_90")), {"bsn", "48", "resident", "n48r"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64.pf.i8.sm_90")), {"out", "i8", "int32"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.x8xs8.v8.n64.pf.i32.sm_90")), {"lhs", "x8"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8")), {"7 dot-separated fields"}));

@@ -44,14 +44,14 @@ cl::opt<std::string> LhsFlag("lhs", cl::desc("LHS element type: s<bits> | u<bits
 cl::opt<std::string> RhsFlag("rhs", cl::desc("RHS element type: s<bits> | u<bits>, bits 1..16"), cl::init("s8"),
                              cl::cat(OpCat), OP_SUBS);
 cl::opt<int> VFlag("v", cl::desc("vector length V: 1, 2, 4 or 8"), cl::init(8), cl::cat(OpCat), OP_SUBS);
-cl::opt<int> BsnFlag("bsn", cl::desc("dense tile width: 32, 64, 128 or 256 (16 with --resident)"), cl::init(64), cl::cat(OpCat), OP_SUBS);
+cl::opt<int> BsnFlag("bsn", cl::desc("dense tile width: 32, 64, 128 or 256 (16, 48, 96 with --resident)"), cl::init(64), cl::cat(OpCat), OP_SUBS);
 cl::opt<bool> NoPrefetchFlag("no-prefetch", cl::desc("disable the prefetch pipeline"), cl::cat(OpCat), OP_SUBS);
 cl::opt<int> StagesFlag("stages", cl::desc("SpMM cp.async ring depth: 2, 3 or 4 (0 = deepest that fits)"), cl::init(0),
                         cl::cat(OpCat), OP_SUBS);
 cl::opt<int> SplitFlag("split", cl::desc("SpMM warp groups sharing a row-block's strides: 1 or 2"), cl::init(1),
                        cl::cat(OpCat), OP_SUBS);
 cl::opt<bool> ResidentFlag("resident",
-                          cl::desc("SpMM: keep a K x BSn slice of B in shared memory per thread block (BSn 16..128)"),
+                          cl::desc("SpMM: keep a K x BSn slice of B in shared memory per thread block (BSn 16, 32, 48, 64, 128; 4-bit B also 96)"),
                           cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> OutFlag("out", cl::desc("output type: int32 | int64 | f32 | f16 | bf16"), cl::init("int32"),
                              cl::cat(OpCat), OP_SUBS);

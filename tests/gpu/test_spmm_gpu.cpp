@@ -116,7 +116,7 @@ TEST(SpmmGpu, EveryCandidatePlanOnAwkwardShapes) {
                   can_split(q))
                 cases.push_back({q, 77, 301, 200});
               // ... and with B resident in shared memory, at the widest and narrowest slice.
-              for (int rbsn : {16, 32, 128}) {
+              for (int rbsn : {16, 32, 48, 128}) {
                 Plan r = p;
                 r.spec.bsn = rbsn;
                 r.spec.resident = true;
@@ -142,7 +142,7 @@ TEST(SpmmGpu, ResidentBSchedulingAndShapes) {
     for (int v : {8, 4, 2})
       for (auto &sh : shapes) {
         const int stages = 2 + i++ % 3;
-        for (int bsn : {16, 32, 64}) {
+        for (int bsn : {16, 32, 48, 64, 96}) {
           OpSpec s{OpKind::SpMM, l, r, v, bsn, true, OutType::Int32, 90};
           s.stages = stages;
           s.resident = true;
