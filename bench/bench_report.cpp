@@ -687,6 +687,7 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
     jrow("NVRTC start-up (first minus again)", jit.nvrtc_first_ms - jit.nvrtc_again_ms, "ms", 1);
   jrow("cold NVRTC compile of one variant after start-up (median of the variants below)", jit.nvrtc_cold_ms, "ms", 1);
   for (auto &[name, ms] : jit.nvrtc_cold_each) jrow("  cold compile of " + name, ms, "ms", 1);
+  jrow("NVRTC compile of an empty kernel (the fixed cost of any compile)", jit.empty_compile_ms, "ms", 1);
   jrow("cubin size", jit.cubin_kb, "KB", 1);
   jrow("disk-cache hit: read + verify the entry", jit.disk_read_ms, "ms", 3);
   jrow("disk-cache hit: cuModuleLoadData + cuModuleGetFunction, first in the process", jit.module_load_first_ms, "ms", 3);
@@ -697,6 +698,7 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
   jrow("Kernel::launch alone, host time per call", jit.launch_us, "us", 2);
   jrow("bare cuLaunchKernel of the same kernel and arguments, host time per call", jit.bare_launch_us, "us", 2);
   jrow("that kernel's own GPU time (events, median)", jit.kernel_us, "us", 2);
+  jrow("an empty kernel's GPU time, timed the same way (the floor under every time above)", jit.empty_kernel_us, "us", 2);
   md += "\n";
   for (const std::string &n : jit.notes) md += "- " + n + "\n";
   if (!jit.notes.empty()) md += "\n";

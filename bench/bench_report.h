@@ -185,6 +185,8 @@ struct JitCosts {
   double launch_us = kNaN;           // Kernel::launch alone
   double bare_launch_us = kNaN;      // cuLaunchKernel of the same CUfunction and arguments
   double kernel_us = kNaN;           // the kernel's own time (events), for scale
+  double empty_kernel_us = kNaN;     // an empty kernel's time, the same timing: the floor
+  double empty_compile_ms = kNaN;    // NVRTC of that empty kernel: the fixed cost of any compile
   std::vector<std::string> notes;
 };
 

@@ -1157,6 +1157,29 @@ void Suite::jit_launch_costs() {
   if (kt) j.kernel_us = *kt * 1e3;
   else note("launch costs: kernel time", kt.takeError());
 
+  // The floor under every time in the tables: an empty kernel (one block of 32 threads) timed
+  // the same way, so a kernel's time can be read as floor + its work.
+  {
+    static const char *kEmpty = "extern \"C\" __global__ void magicube_empty(int *p) { if (p) p[0] = 0; }\n";
+    auto earch = target_arch(*plan, ctx_.compute_capability());
+    if (!earch) return note("empty kernel: arch", earch.takeError());
+    auto t0 = Clock::now();
+    auto cubin = nvrtc_compile(kEmpty, "magicube_empty.cu", *earch, Emit::CUBIN);
+    if (!cubin) return note("empty kernel: NVRTC", cubin.takeError());
+    j.empty_compile_ms = ms_since(t0);
+    auto mod = Module::load(*cubin);
+    if (!mod) return note("empty kernel: load", mod.takeError());
+    auto fn = mod->function("magicube_empty");
+    if (!fn) return note("empty kernel: function", fn.takeError());
+    CUdeviceptr none = 0;
+    void *args[] = {&none};
+    auto et = median_ms(
+        stream_.get(), [&]() -> llvm::Error { return magicube::launch(*fn, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, stream(), args); },
+        vopts_.timing);
+    if (et) j.empty_kernel_us = *et * 1e3;
+    else note("empty kernel: time", et.takeError());
+  }
+
   // The bare launch: the parameters as codegen.h documents them, checked against the
   // kernel's own parameter list and against Kernel::launch's output first.
   using LaunchFn = decltype(&::cuLaunchKernel);
