@@ -109,4 +109,35 @@ TEST(EpilogueGpu, FloatOutputsEqualTheRoundedDoubleReference) {
   }
 }
 
+// Resident B with a float epilogue: its warps take whole row-blocks (a float epilogue cannot
+// be split and summed), with more row-blocks than warps so the shared counter is exercised.
+TEST(EpilogueGpu, ResidentBFloatOutputs) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(37);
+  for (auto [out, sc, bi] : {std::tuple{OutType::F32, Scale::Tensor, Bias::Row}, std::tuple{OutType::F16, Scale::RowCol, Bias::Col},
+                             std::tuple{OutType::BF16, Scale::None, Bias::None}})
+    for (int bsn : {32, 48}) {
+      OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 4, bsn, true, out, 90, sc, bi};
+      s.resident = true;
+      auto p = plan(s);
+      ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+      ASSERT_TRUE(can_reside(*p));
+      const int64_t m = 301, k = 200, n = 100;
+      VectorSparse a = random_vector_sparse(rng, m, k, s.v, k, s.lhs);
+      std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+      EpilogueArgs e = random_args(rng, m, n, s.bias);
+      auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
+      ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+      std::vector<int64_t> exact = reference_spmm(a, b, n);
+      for (int64_t i = 0; i < m * n; ++i) {
+        const int64_t want = stored(s.out, dequantize(s, exact[i], e, i / n, i % n));
+        if ((*r)[i] != want) {
+          ADD_FAILURE() << to_string(s) << ": element " << i << " has bits 0x" << std::hex << (*r)[i] << ", expected 0x"
+                        << want << std::dec;
+          break;
+        }
+      }
+    }
+}
+
 }  // namespace
