@@ -134,6 +134,7 @@ struct Gen {
       if (c.storage_bits == 8) return "__ldg((const u32 *)(" + plane + " + " + idx + "))";
       return "__ldg((const u32 *)(" + plane + " + (" + idx + ") / 2))";
     }
+    if (p.nibble_prescale) return "mc_widen4to8_hi(__ldg((const u16 *)(" + plane + " + (" + idx + ") / 2)))";
     return "mc_widen4to8(__ldg((const u16 *)(" + plane + " + (" + idx + ") / 2)), " + (c.is_signed ? "true" : "false") +
            ")";
   }
@@ -146,6 +147,7 @@ struct Gen {
       const std::string off = "((" + r + ") * KS + " + k0 + ")" + (c.storage_bits == 4 ? " / 2" : "");
       const std::string at = "&sa" + S(li) + "[grp][slot][" + off + "]";
       if (c.storage_bits == 8) return "*(const u32 *)" + at;
+      if (p.nibble_prescale) return "mc_widen4to8_hi(*(const u16 *)" + at + ")";
       return "mc_widen4to8(*(const u16 *)" + at + ", " + (c.is_signed ? "true" : "false") + ")";
     }
     std::string idx = sddmm() ? "(long long)(blk * V + " + r + ") * ldk + kb + " + k0
@@ -682,9 +684,12 @@ struct Gen {
           ldmatrix_x4_trans(b_frag_addr(int(j), 16 * q));
           for (int c = 0; c < 4; ++c) {
             const std::string R = "rf" + S(j) + "_t" + S(2 * q + c / 2) + "[" + S(c % 2);
-            b << "      " << R << "] = mc_nib_col(r0, r1, " << c << ", " << sg << ");\n";
-            b << "      rf" << j << "_t" << 2 * q + c / 2 << "[" << c % 2 + 2 << "] = mc_nib_col(r2, r3, " << c << ", " << sg
-              << ");\n";
+            // nibble_prescale: value << 4, no sign extension (the epilogue shifts back)
+            const std::string f = p.nibble_prescale ? "mc_nib_col_hi(" : "mc_nib_col(";
+            const std::string tail = p.nibble_prescale ? ")" : ", " + sg + ")";
+            b << "      " << R << "] = " << f << "r0, r1, " << c << tail << ";\n";
+            b << "      rf" << j << "_t" << 2 * q + c / 2 << "[" << c % 2 + 2 << "] = " << f << "r2, r3, " << c << tail
+              << ";\n";
           }
           b << "    }\n";
         }

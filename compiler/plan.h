@@ -77,7 +77,7 @@ struct Plan {
   // int32 accumulator exact for K <= max_term_k (what int64 outputs need).
   int64_t max_exact_k = 0;
   int64_t max_term_k = 0;
-  // SDDMM on int8 m16n8k32: 4-bit planes are widened to bytes as value << nibble_prescale
+  // int8 m16n8k32, dense on M (SpMM and SDDMM): 4-bit planes are widened to bytes as value << nibble_prescale
   // (one mask per register instead of a sign-extending unpack), so a term's int32
   // accumulator holds its sum << (nibble_prescale per 4-bit chunk of the pair) and the
   // epilogue shifts it back; the bounds above count the scaled sums. 0: not used.

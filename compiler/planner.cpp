@@ -120,12 +120,12 @@ Plan make_plan(const OpSpec &spec, const MmaOption &opt, Orientation orient) {
     p.shuffle = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
   }
 
-  // SDDMM's fast path widens 4-bit planes as value << 4: one mask per register.
+  // The int8 m16n8k32 dense-on-M kernels (SDDMM's fast path, SpMM's ring and resident-B
+  // kernels) widen 4-bit planes as value << 4: no sign extension.
   bool any4 = false;
   for (const auto *cs : {&p.lhs, &p.rhs})
     for (const Chunk &c : *cs) any4 |= c.storage_bits == 4;
-  if (spec.op == OpKind::SDDMM && opt.bits == 8 && orient == Orientation::DenseOnM && p.shape == MmaShape{16, 8, 32} &&
-      any4)
+  if (opt.bits == 8 && orient == Orientation::DenseOnM && p.shape == MmaShape{16, 8, 32} && any4)
     p.nibble_prescale = 4;
 
   // Exactness bounds (of the prescaled accumulators where there are any).

@@ -34,6 +34,18 @@ __device__ __forceinline__ u32 mc_nib_col(u32 x, u32 y, int c, bool sgn) {
   return r;
 }
 
+// The same two widenings as value << 4 (the plan's nibble_prescale): each nibble lands in
+// its byte's high half, so a signed nibble is already a signed byte (16 x its value) and
+// no sign extension is needed; the accumulators are shifted back in the epilogue.
+__device__ __forceinline__ u32 mc_widen4to8_hi(u32 x) {
+  return __byte_perm(x << 4, x, 0x5140) & 0xf0f0f0f0u;
+}
+__device__ __forceinline__ u32 mc_nib_col_hi(u32 x, u32 y, int c) {
+  const u32 lo = (c == 0 ? x << 4 : x >> (4 * c - 4)) & 0x00f000f0u;
+  const u32 hi = (c == 0 ? y << 4 : y >> (4 * c - 4)) & 0x00f000f0u;
+  return __byte_perm(lo, hi, 0x6420);
+}
+
 // Packs values into an mma operand register: 4 bytes (int8 mma) or 8 nibbles (int4 mma).
 __device__ __forceinline__ u32 mc_pack8(int v0, int v1, int v2, int v3) {
   return (u32)(v0 & 255) | ((u32)(v1 & 255) << 8) | ((u32)(v2 & 255) << 16) | ((u32)(v3 & 255) << 24);

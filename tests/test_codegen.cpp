@@ -33,7 +33,7 @@ TEST(Codegen, NamesAndCommentsTheKernel) {
   EXPECT_NE(ks->source.find("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32"), std::string::npos);
   // 4-bit B stays packed in shared memory (32-byte rows + 16 pad) and is widened after ldmatrix
   EXPECT_NE(ks->source.find("unsigned char sb0[KG][STAGES][KS][48]"), std::string::npos);
-  EXPECT_NE(ks->source.find("mc_nib_col(r0, r1, 3, false)"), std::string::npos);
+  EXPECT_NE(ks->source.find("mc_nib_col_hi(r0, r1, 3)"), std::string::npos) << "widened as value << 4";
   EXPECT_NE(ks->source.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos);
   EXPECT_NE(ks->source.find("cp.async"), std::string::npos);
   EXPECT_EQ(ks->source.find("{{"), std::string::npos) << "unfilled placeholder";
@@ -154,6 +154,31 @@ INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](cons
 });
 
 }  // namespace
+
+// SpMM's int8 kernels (ring and resident B) widen 4-bit planes as value << 4 too: no sign
+// extension of B's nibble columns or A's words, and the epilogue shifts back by 4 per 4-bit
+// chunk of a term (8 for 4-bit x 4-bit).
+TEST(Codegen, SpmmNibblesWidenAsValueTimes16AndShiftBack) {
+  for (bool resident : {false, true}) {
+    OpSpec s = spmm({4, true}, {4, true}, 8, 90, true, OutType::Int32);
+    s.bsn = resident ? 64 : 128;
+    s.resident = resident;
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    ASSERT_EQ(p->nibble_prescale, 4);
+    EXPECT_EQ(p->max_exact_k, 131071) << "s4 x s4 sums scaled by 256 stay in int32";
+    auto src = generate(*p);
+    ASSERT_TRUE(bool(src)) << llvm::toString(src.takeError());
+    EXPECT_NE(src->source.find("= mc_nib_col_hi(r0, r1, 0);"), std::string::npos);
+    EXPECT_EQ(src->source.find("= mc_nib_col(r0"), std::string::npos);
+    EXPECT_NE(src->source.find("mc_widen4to8_hi("), std::string::npos);
+    EXPECT_NE(src->source.find("acc_g0_r0_t0[i] >> 8"), std::string::npos);
+  }
+  // 8-bit planes are unchanged.
+  auto q = plan(spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32));
+  ASSERT_TRUE(bool(q));
+  EXPECT_EQ(q->nibble_prescale, 0);
+}
 
 // SDDMM with 4-bit planes on int8 m16n8k32 widens nibbles with one mask per register (the
 // plan's nibble_prescale) and shifts the scaled accumulators back in the epilogue.

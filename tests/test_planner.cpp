@@ -61,9 +61,9 @@ TEST(Planner, EveryValidSpecPlansAndItsTermsCoverEveryChunkPair) {
                 }
                 ASSERT_EQ(p.k_stride, p.shape.k);
                 if (arch == 90) ASSERT_EQ(p.native_bits, 8) << "int4 mma.sync is emulated on sm_90";
-                // 4-bit planes widened as value << 4 (SDDMM on int8 m16n8k32): every scaled
-                // term accumulator must stay in int32 as well.
-                ASSERT_EQ(p.nibble_prescale != 0, op == OpKind::SDDMM && p.native_bits == 8 &&
+                // 4-bit planes widened as value << 4 (SpMM and SDDMM on int8 m16n8k32, dense
+                // on M): every scaled term accumulator must stay in int32 as well.
+                ASSERT_EQ(p.nibble_prescale != 0, p.native_bits == 8 &&
                                                       p.orient == Orientation::DenseOnM && p.shape.m == 16 &&
                                                       (l.bits <= 4 || r.bits <= 4));
                 int64_t want = brute_max_exact_k(l, r);
