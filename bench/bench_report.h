@@ -172,7 +172,7 @@ struct JitCosts {
   std::string variant_first, variant_cold;  // op specs
   double codegen_ms = kNaN;                 // plan -> CUDA source
   double nvrtc_first_ms = kNaN;             // first NVRTC compile in the process (start-up included)
-  double nvrtc_again_ms = kNaN;             // the same variant again, right after
+  double nvrtc_again_ms = kNaN;             // the same source again, right after (NVRTC may cache it)
   double nvrtc_cold_ms = kNaN;              // median over other variants' first compiles
   std::vector<std::pair<std::string, double>> nvrtc_cold_each;
   double cubin_kb = kNaN;
