@@ -88,7 +88,7 @@ const std::vector<KnobInfo> &knob_table() {
       {"bsn", &Knobs::bsn, {32, 48, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
        [](const OpSpec &s) { return s.bsn; }, [](int v) { return "--bsn=" + std::to_string(v); }},
       // 0: off; 1: on, automatic ring depth; 2..4: SpMM's cp.async ring depth (SDDMM: on)
-      {"prefetch", &Knobs::prefetch, {4, 3, 0},
+      {"prefetch", &Knobs::prefetch, {4, 3, 2, 0},
        [](OpSpec &s, int v) {
          s.prefetch = v != 0;
          s.stages = v >= 2 && s.op == OpKind::SpMM ? v : 0;
