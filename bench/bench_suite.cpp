@@ -606,13 +606,14 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
         }
       }
     }
-    // Short rows (a mean of 8 strides or fewer) with 8-bit B planes: a 2-deep ring. A deeper
-    // one holds strides the row-block does not have and costs blocks per SM. H100,
-    // 2026-11-22, M=K=4096, BSn 256, ring depth 4 -> 2, ms: L8-R8 V=8 s=0.98 N=512 0.0105 ->
-    // 0.0097, s=0.95 N=512 0.0159 -> 0.0151; V=4 s=0.98 0.0096 -> 0.0086; V=2 s=0.98 N=512
-    // 0.0230 -> 0.0214; L16-R16 s=0.98 N=512 0.0161 -> 0.0157. 4-bit B kept depth 4
-    // (L8-R4 s=0.98 N=256 0.0074 at 4, 0.0078 at 2).
-    if (!s.resident && mean_len > 0 && mean_len <= 8 * 32 && p.rhs.bits > 4) s.stages = 2;
+    // Short rows (a mean of 8 strides or fewer) with 8-bit B planes on a large grid (BSn
+    // 256): a 2-deep ring. A deeper one holds strides the row-block does not have and costs
+    // blocks per SM. H100, 2026-11-22, M=K=4096, BSn 256, ring depth 4 -> 2, ms: L8-R8 V=8
+    // s=0.98 N=512 0.0105 -> 0.0097, s=0.95 N=512 0.0159 -> 0.0151; V=4 s=0.98 0.0096 ->
+    // 0.0086; V=2 s=0.98 N=512 0.0230 -> 0.0214; L16-R16 s=0.98 N=512 0.0161 -> 0.0157.
+    // Small grids (the M=256 shapes, BSn 64/128) lost 6-17 % with it, and 4-bit B keeps
+    // depth 4 (L8-R4 s=0.98 N=256 0.0074 at 4, 0.0078 at 2).
+    if (!s.resident && s.bsn == 256 && mean_len > 0 && mean_len <= 8 * 32 && p.rhs.bits > 4) s.stages = 2;
   }
   // Untuned SDDMM tile: 128 vectors (4 warps x 2 tiles) when each operand is one byte plane,
   // else 64 (their loads per k-block double). H100, 2026-11-22, M=N=4096 V=8: 128 beat 64 by
