@@ -406,6 +406,9 @@ class Suite {
   llvm::Error init();
   void jit_compile_costs();
   void jit_launch_costs();
+  void jit_empty_kernel();
+  // A JIT measurement that could not be taken: "what: why" in the summary's notes.
+  void jit_note(const std::string &what, llvm::Error e) { out_.jit.notes.push_back(what + ": " + msg(std::move(e))); }
   void synthetic();
   void small();
   void sddmm();
@@ -578,6 +581,10 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
       r.bsn = 32;
       r.split = 1;
       r.resident = true;
+      // A resident plan the kernel can build whose slice fits a block's shared memory.
+      auto fits = [&](const Plan &q) {
+        return can_reside(q) && resident_smem(q, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin());
+      };
       auto pr = plan(r);
       if (!pr) {
         llvm::consumeError(pr.takeError());
@@ -586,8 +593,8 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
         llvm::Error wide = check_reduction_length(*pr, reduction);
         const bool i32 = !wide;
         llvm::consumeError(std::move(wide));
-        if (can_reside(*pr) && (pr->groups.size() == 1 || (pr->groups.size() == 2 && i32)) && pr->rhs.size() == 1 &&
-            pr->rhs[0].storage_bits == 8 && resident_smem(*pr, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin()))
+        if (fits(*pr) && (pr->groups.size() == 1 || (pr->groups.size() == 2 && i32)) && pr->rhs.size() == 1 &&
+            pr->rhs[0].storage_bits == 8)
           s = r;
         // Slices of 48 columns (three mma tiles per stride, 192 KiB at K=4096) for one lhs
         // group when each SM has at least 800 strides to run: the per-stride overhead then buys
@@ -602,7 +609,7 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
           w.bsn = 48;
           auto pw = plan(w);
           if (!pw) llvm::consumeError(pw.takeError());
-          else if (can_reside(*pw) && resident_smem(*pw, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin())) s = w;
+          else if (fits(*pw)) s = w;
         }
       }
     }
@@ -983,7 +990,7 @@ std::string joined(const std::vector<std::string> &opts) {
 void Suite::jit_compile_costs() {
   progress_.step("jit", "NVRTC compiles, disk-cache hit");
   JitCosts &j = out_.jit;
-  auto note = [&](const std::string &what, llvm::Error e) { j.notes.push_back(what + ": " + msg(std::move(e))); };
+  auto note = [&](const std::string &what, llvm::Error e) { jit_note(what, std::move(e)); };
   const Precision l8r8 = default_spmm_precisions()[0];
   auto pa = choose_plan(OpKind::SpMM, l8r8, 8, 2048);
   if (!pa) return note("plan " + l8r8.name, pa.takeError());
@@ -1091,10 +1098,35 @@ void Suite::jit_compile_costs() {
   j.disk_hit_ms = median(totals);
 }
 
+// The floor under every time in the tables: an empty kernel (one block of 32 threads) timed
+// the same way, so a kernel's time can be read as floor + its work; and its NVRTC compile,
+// the fixed cost of any compile.
+void Suite::jit_empty_kernel() {
+  JitCosts &j = out_.jit;
+  auto note = [&](const std::string &what, llvm::Error e) { jit_note(what, std::move(e)); };
+  if (lost_) return;
+  static const char *kEmpty = "extern \"C\" __global__ void magicube_empty(int *p) { if (p) p[0] = 0; }\n";
+  auto t0 = Clock::now();
+  auto cubin = nvrtc_compile(kEmpty, "magicube_empty.cu", ctx_.compute_capability(), Emit::CUBIN);
+  if (!cubin) return note("empty kernel: NVRTC", cubin.takeError());
+  j.empty_compile_ms = ms_since(t0);
+  auto mod = Module::load(*cubin);
+  if (!mod) return note("empty kernel: load", mod.takeError());
+  auto fn = mod->function("magicube_empty");
+  if (!fn) return note("empty kernel: function", fn.takeError());
+  CUdeviceptr none = 0;
+  void *args[] = {&none};
+  auto et = median_ms(
+      stream_.get(), [&]() -> llvm::Error { return magicube::launch(*fn, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, stream(), args); },
+      vopts_.timing);
+  if (et) j.empty_kernel_us = *et * 1e3;
+  else note("empty kernel: time", et.takeError());
+}
+
 void Suite::jit_launch_costs() {
   progress_.step("jit", "launch costs");
   JitCosts &j = out_.jit;
-  auto note = [&](const std::string &what, llvm::Error e) { j.notes.push_back(what + ": " + msg(std::move(e))); };
+  auto note = [&](const std::string &what, llvm::Error e) { jit_note(what, std::move(e)); };
   if (lost_) {
     j.notes.push_back("launch costs: not measured: the CUDA context was lost earlier");
     return;
@@ -1164,29 +1196,6 @@ void Suite::jit_launch_costs() {
       stream_.get(), [&]() -> llvm::Error { return kern.launch(*da, *db, c->ptr(), stream()); }, vopts_.timing);
   if (kt) j.kernel_us = *kt * 1e3;
   else note("launch costs: kernel time", kt.takeError());
-
-  // The floor under every time in the tables: an empty kernel (one block of 32 threads) timed
-  // the same way, so a kernel's time can be read as floor + its work.
-  {
-    static const char *kEmpty = "extern \"C\" __global__ void magicube_empty(int *p) { if (p) p[0] = 0; }\n";
-    auto earch = target_arch(*plan, ctx_.compute_capability());
-    if (!earch) return note("empty kernel: arch", earch.takeError());
-    auto t0 = Clock::now();
-    auto cubin = nvrtc_compile(kEmpty, "magicube_empty.cu", *earch, Emit::CUBIN);
-    if (!cubin) return note("empty kernel: NVRTC", cubin.takeError());
-    j.empty_compile_ms = ms_since(t0);
-    auto mod = Module::load(*cubin);
-    if (!mod) return note("empty kernel: load", mod.takeError());
-    auto fn = mod->function("magicube_empty");
-    if (!fn) return note("empty kernel: function", fn.takeError());
-    CUdeviceptr none = 0;
-    void *args[] = {&none};
-    auto et = median_ms(
-        stream_.get(), [&]() -> llvm::Error { return magicube::launch(*fn, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, stream(), args); },
-        vopts_.timing);
-    if (et) j.empty_kernel_us = *et * 1e3;
-    else note("empty kernel: time", et.takeError());
-  }
 
   // The bare launch: the parameters as codegen.h documents them, checked against the
   // kernel's own parameter list and against Kernel::launch's output first.
@@ -1338,6 +1347,7 @@ llvm::Expected<BenchOutput> run_bench(const BenchConfig &cfg, const std::string 
   if (cfg.sddmm) suite.sddmm();
   if (!files.empty()) suite.dlmc(files);
   if (cfg.jit) suite.jit_launch_costs();
+  if (cfg.jit) suite.jit_empty_kernel();
   progress.done();
 
   std::vector<ResultRow> pub = published_rows(out.rows);

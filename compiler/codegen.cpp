@@ -86,12 +86,16 @@ struct Gen {
     tiles = fast() || sfast() || resident() ? wn / 16 : 16 / plan.dense_side();
   }
 
-  // Zeroed int32 accumulators acc_g<group>_r<rhs chunk>_t<tile>, one mma tile each.
-  void declare_accumulators() {
-    const int nc = c_regs(p.shape);
+  // Calls f(name, registers) for each int32 accumulator acc_g<group>_r<rhs chunk>_t<tile>,
+  // one mma tile each.
+  void for_each_accumulator(const std::function<void(const std::string &, int)> &f) const {
     for (size_t g = 0; g < p.groups.size(); ++g)
       for (size_t j = 0; j < p.rhs.size(); ++j)
-        for (int t = 0; t < tiles; ++t) b << "  int acc_g" << g << "_r" << j << "_t" << t << "[" << nc << "] = {};\n";
+        for (int t = 0; t < tiles; ++t) f("acc_g" + S(g) + "_r" + S(j) + "_t" + S(t), c_regs(p.shape));
+  }
+  // The accumulators, declared zero.
+  void declare_accumulators() {
+    for_each_accumulator([&](const std::string &acc, int nc) { b << "  int " << acc << "[" << nc << "] = {};\n"; });
   }
 
   // The int8 m16n8k32 dense-on-M mmas of one k-step: for each (stack group, rhs chunk) term
@@ -915,11 +919,9 @@ struct Gen {
       b << "    if (fl" << D << " & 1) {  // the row-block's last stride: write its V rows, start the next from zero\n";
       b << "      const int blk = rb" << D << ";\n";
       epilogue();
-      for (size_t g = 0; g < p.groups.size(); ++g)
-        for (size_t j = 0; j < p.rhs.size(); ++j)
-          for (int t = 0; t < tiles; ++t)
-            b << "      #pragma unroll\n      for (int i = 0; i < " << c_regs(p.shape) << "; ++i) acc_g" << g << "_r" << j
-              << "_t" << t << "[i] = 0;\n";
+      for_each_accumulator([&](const std::string &acc, int nc) {
+        b << "      #pragma unroll\n      for (int i = 0; i < " << nc << "; ++i) " << acc << "[i] = 0;\n";
+      });
       b << "    }\n";
       res_issue(d, "    ");
     }

@@ -84,10 +84,10 @@ llvm::Error validate(const OpSpec &s) {
       return err(llvm::Twine(name) + ": " + llvm::Twine(e.bits) + " bits is out of range (allowed: 1..16)");
   if (s.v != 1 && s.v != 2 && s.v != 4 && s.v != 8)
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
-  if ((s.bsn == 16 || s.bsn == 48 || s.bsn == 96) && !s.resident)
+  if (resident_only_bsn(s.bsn) && !s.resident)
     return err("bsn: BSn=" + llvm::Twine(s.bsn) +
                " is allowed only for a resident-B SpMM (n" + llvm::Twine(s.bsn) + "r; otherwise allowed: 32, 64, 128, 256)");
-  if (s.bsn != 16 && s.bsn != 32 && s.bsn != 48 && s.bsn != 64 && s.bsn != 96 && s.bsn != 128 && s.bsn != 256)
+  if (!resident_only_bsn(s.bsn) && s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
     return err("bsn: BSn=" + llvm::Twine(s.bsn) +
                " is not allowed (allowed: 32, 64, 128, 256; 16, 48 and 96 with resident B)");
   if (s.resident && s.op != OpKind::SpMM) return err("resident: only SpMM keeps B resident in shared memory");

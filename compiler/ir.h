@@ -78,6 +78,8 @@ llvm::Expected<int> parse_arch(llvm::StringRef s);
 
 // Checks every field; the error names the field, the value and what is allowed.
 llvm::Error validate(const OpSpec &spec);
+// BSn widths only a resident-B SpMM may use (16, 48, 96).
+inline bool resident_only_bsn(int bsn) { return bsn == 16 || bsn == 48 || bsn == 96; }
 
 std::string to_string(const OpSpec &spec);                  // canonical text form
 llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text);  // inverse of to_string, validated

@@ -195,8 +195,7 @@ llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const Tune
     for (size_t i = 0; i < table.size(); ++i) k.*table[i].field = values[i][at[i]];
     OpSpec spec = with_knobs(base, k);
     llvm::Error invalid = validate(spec);
-    const bool resident_width = spec.bsn == 16 || spec.bsn == 48 || spec.bsn == 96;
-    if (invalid && !spec.resident && !resident_width) return invalid;
+    if (invalid && !spec.resident && !resident_only_bsn(spec.bsn)) return invalid;
     if (invalid) {
       // resident B with split 2, BSn 256 or no prefetch; a resident-only BSn without it
       llvm::consumeError(std::move(invalid));

@@ -48,12 +48,13 @@ llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int
     for (const Chunk &c : plan.rhs) {
       const int64_t per_unit = 128 / c.storage_bits, units = bsn / per_unit;  // elements per 16 bytes
       std::vector<int64_t> sliced(slices * k * bsn, 0);
-      for (int64_t r = 0; r < k; ++r)
+      for (int64_t r = 0; r < k; ++r) {
+        const int64_t sw = resident_swizzle(r, int(units));
         for (int64_t col = 0; col < n; ++col) {
           const int64_t sl = col / bsn, x = col % bsn, u = x / per_unit;
-          const int64_t at = (sl * k + r) * bsn + (u ^ resident_swizzle(r, int(units))) * per_unit + x % per_unit;
-          sliced[at] = b[r * n + col];
+          sliced[(sl * k + r) * bsn + (u ^ sw) * per_unit + x % per_unit] = b[r * n + col];
         }
+      }
       p.planes.push_back(pack_plane(sliced, c));
     }
     return p;
