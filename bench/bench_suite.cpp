@@ -565,7 +565,7 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
       OpSpec s2 = s;
       s2.split = 2;
       auto p2 = plan(s2);
-      if (p2 && can_split(*p2)) s.split = 2;
+      if (p2) s.split = 2;
       else if (!p2) llvm::consumeError(p2.takeError());
     }
     // B resident in shared memory (BSn=32 slices, 32 warps) where it beat the ring kernel on
@@ -583,7 +583,7 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
       r.resident = true;
       // A resident plan the kernel can build whose slice fits a block's shared memory.
       auto fits = [&](const Plan &q) {
-        return can_reside(q) && resident_smem(q, k) + 1024 <= size_t(ctx_.max_shared_per_block_optin());
+        return q.launch.dynamic_smem(k) + 1024 <= size_t(ctx_.max_shared_per_block_optin());
       };
       auto pr = plan(r);
       if (!pr) {
@@ -1235,7 +1235,7 @@ void Suite::jit_launch_costs() {
   } else {
     j.notes.push_back("bare launch: cuFuncGetParamInfo is not available; parameters not checked against the kernel");
   }
-  const unsigned gx = kern.source().grid_x(db->n), gy = unsigned(da->num_blocks), threads = unsigned(kern.source().threads);
+  const unsigned gx = kern.plan().launch.grid_x(db->n), gy = unsigned(da->num_blocks), threads = unsigned(kern.plan().launch.threads);
   auto bare = [&]() -> llvm::Error {
     CUresult r = launch_fn(kern.function(), gx, gy, 1, threads, 1, 1, 0, stream(), args.data(), nullptr);
     if (r != CUDA_SUCCESS) return err("cuLaunchKernel failed: CUresult " + llvm::Twine(int(r)));

@@ -25,6 +25,19 @@ double macs_per_gathered_byte(int arch) {
   return arch >= 90 ? 103.0 : 62.0;
 }
 
+int max_smem_per_block(int arch) {
+  if (arch >= 90) return 227 * 1024;
+  if (arch == 80) return 163 * 1024;
+  return 99 * 1024;
+}
+
+ReferenceDevice reference_device(int arch) {
+  if (arch >= 90) return {"NVIDIA H100 80GB HBM3", 132};
+  if (arch == 80) return {"NVIDIA A100-SXM4-80GB", 108};
+  if (arch == 86) return {"NVIDIA GeForce RTX 3090", 82};
+  return {"NVIDIA L40S", 142};
+}
+
 std::string mma_ptx_name(const MmaShape &shape, int bits, bool a_signed, bool b_signed) {
   auto t = [&](bool s) { return std::string(s ? "s" : "u") + std::to_string(bits); };
   return "mma.sync.aligned." + shape.str() + ".row.col.s32." + t(a_signed) + "." + t(b_signed) + ".s32";

@@ -28,6 +28,20 @@ const std::vector<MmaOption> &native_mmas(int arch);
 // (L2-resident, random-row) loads: how many MACs one gathered byte must feed to keep up.
 double macs_per_gathered_byte(int arch);
 
+// Shared memory a thread block may declare statically (every arch: 48 KiB).
+inline constexpr int kStaticSmemLimit = 48 * 1024;
+// Shared memory (static + dynamic) a block may use after opting in, per arch: sm_80 163 KiB,
+// sm_86/sm_89 99 KiB, sm_90 227 KiB (CUDA C++ Programming Guide, compute capabilities).
+int max_smem_per_block(int arch);
+
+// The device the planner assumes for an arch when it has no GPU to ask (`magicube plan`
+// without a GPU; the dispatch's policy): its name and SM count.
+struct ReferenceDevice {
+  const char *name;
+  int sm_count;
+};
+ReferenceDevice reference_device(int arch);
+
 // Full PTX name, e.g. mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32
 std::string mma_ptx_name(const MmaShape &shape, int bits, bool a_signed, bool b_signed);
 

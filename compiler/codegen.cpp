@@ -63,28 +63,10 @@ struct Gen {
   int tiles = 1;         // mma tiles per warp along the dense dimension
   int wn = 16;           // dense columns per warp
 
-  explicit Gen(const Plan &plan) : p(plan) {
-    threads = plan.spec.bsn / 16 * 32;
-    if (fast()) {  // 4-bit B: each warp's columns are whole 16-byte rows of packed nibbles
-      const int warps = nib() ? std::max(1, std::min(4, plan.spec.bsn / 32)) : std::min(4, plan.spec.bsn / 16);
-      threads = warps * 32 * kg();
-      wn = plan.spec.bsn / warps;
-    }
-    if (resident()) {  // resident B: every warp takes whole row-blocks over all BSn columns
-      wn = plan.spec.bsn;
-      // 32 warps hide the gathers' latency best (H100: 1.1-1.3x over 16) but leave 64
-      // registers a thread: enough for up to four int32 accumulator tiles (with a 2-deep
-      // register ring past two, res_depth); more spill, so 16 warps.
-      threads = (res_accs() <= 4 && plan.spec.out != OutType::Int64 ? 32 : 16) * 32;
-    }
-    if (sfast()) {  // SDDMM fast path: up to 4 warps, 16 vectors per tile, BSn / 16 / warps tiles each
-      const int warps = std::min(4, plan.spec.bsn / 16);
-      threads = warps * 32;
-      wn = plan.spec.bsn / warps;
-    }
-    kpr = 32 / plan.native_bits;
-    tiles = fast() || sfast() || resident() ? wn / 16 : 16 / plan.dense_side();
-  }
+  // Threads, warp columns and tiles are the plan's (Plan::launch); kpr is a fact of the mma.
+  explicit Gen(const Plan &plan)
+      : p(plan), threads(plan.launch.threads), kpr(32 / plan.native_bits), tiles(plan.launch.tiles),
+        wn(plan.launch.warp_cols) {}
 
   // Calls f(name, registers) for each int32 accumulator acc_g<group>_r<rhs chunk>_t<tile>,
   // one mma tile each.
@@ -112,8 +94,8 @@ struct Gen {
 
   bool dense_on_m() const { return p.orient == Orientation::DenseOnM; }
   bool sddmm() const { return p.spec.op == OpKind::SDDMM; }
-  int row_bytes(const Chunk &c) const { return p.spec.bsn * c.storage_bits / 8; }
-  int pitch(const Chunk &c) const { return row_bytes(c) + 16; }  // +16 bytes: conflict-free columns
+  int row_bytes(const Chunk &c) const { return slice_row_bytes(p, c); }  // BSn columns of one plane
+  int pitch(const Chunk &c) const { return ring_row_pitch(p, c); }        // +16 bytes: conflict-free columns
 
   // The smem row (stored slot) that holds k-position `kk` of the stride: the inverse of the
   // plan's 4-bit shuffle (the builder stored the column of k-position shuffle[p] at slot p).
@@ -399,9 +381,9 @@ struct Gen {
   // ldmatrix.x4.trans.b16 turns the B rows into k-contiguous A fragments: two prmt per
   // register pair for bytes, mask/shift + prmt per dense column for packed nibbles. The
   // plan's 16-slot column shuffle matches that k order.
-  bool int8m() const { return !sddmm() && dense_on_m() && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32}; }
-  bool fast() const { return int8m() && !p.spec.resident; }
-  bool resident() const { return int8m() && p.spec.resident; }
+  bool int8m() const { return fast() || resident(); }
+  bool fast() const { return p.launch.family == KernelFamily::SpmmRing; }
+  bool resident() const { return p.launch.family == KernelFamily::SpmmResident; }
   // Every rhs plane is 4-bit: B stays packed in shared memory and is widened after ldmatrix.
   bool nib() const {
     if (!int8m()) return false;
@@ -415,9 +397,7 @@ struct Gen {
   // loads (8 bytes for 4-bit planes at SL = 1), widened in registers. A dot product does not
   // depend on the order of its k, so k-step h of the block uses words 2h and 2h + 1 of every
   // row's loads: the same k for A and B.
-  bool sfast() const {
-    return sddmm() && dense_on_m() && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32};
-  }
+  bool sfast() const { return p.launch.family == KernelFamily::SddmmFast; }
   int sl() const {
     for (const Chunk &c : p.rhs)
       if (c.storage_bits != 4) return 1;
@@ -558,37 +538,15 @@ struct Gen {
     return b.str();
   }
 
-  int a_stride_bytes(const Chunk &c) const { return p.spec.v * p.shape.k * c.storage_bits / 8; }
-  int ring_bytes(int s) const {
-    int bytes = 0;
-    for (const Chunk &c : p.rhs) bytes += s * p.shape.k * pitch(c);
-    for (const Chunk &c : p.lhs) bytes += s * a_stride_bytes(c);
-    return bytes + idx_ring(s) * p.shape.k * 4;
-  }
+  int a_stride_bytes(const Chunk &c) const { return magicube::a_stride_bytes(p, c); }
   // Warp groups that split a row-block's strides (group g takes strides g, g + KG, ...),
   // each with its own ring; their accumulators are summed through shared memory at the end.
-  int kg() const { return fast() ? p.spec.split : 1; }
+  int kg() const { return p.launch.warp_groups; }
   int gthreads() const { return threads / kg(); }
-  int nacc() const { return int(p.groups.size() * p.rhs.size()) * tiles; }
-  // Bytes of the accumulator exchange that do not fit in the first rhs plane's ring.
-  int red_bytes() const { return kg() > 1 ? nacc() * c_regs(p.shape) * gthreads() * 4 : 0; }
-  int extra_red_bytes(int s) const {
-    return red_bytes() > kg() * s * p.shape.k * pitch(p.rhs[0]) ? red_bytes() : 0;
-  }
   // A barrier of this thread's warp group (the whole block when there is one group).
   std::string gsync() const {
     if (kg() == 1) return "__syncthreads();";
     return "asm volatile(\"bar.sync %0, %1;\" :: \"r\"(grp + 1), \"n\"(GT));  // this warp group";
-  }
-  // Index ring: the prologue loads 2 * (STAGES - 1) strides of indices at once.
-  static int idx_ring(int s) { return s == 1 ? 1 : s == 2 ? 2 : s == 3 ? 4 : 8; }
-  // Ring depth: 1 (gather, wait, compute) with the prefetch pipeline off; else the deepest
-  // of 4, 3, 2 whose ring fits the 48 KiB of static shared memory.
-  int stages() const {
-    if (!p.spec.prefetch) return 1;
-    for (int s : {4, 3})
-      if ((p.spec.stages == 0 || s <= p.spec.stages) && kg() * ring_bytes(s) + extra_red_bytes(s) <= 48 * 1024) return s;
-    return 2;
   }
 
   // cp.async of one 16-byte piece.
@@ -725,12 +683,12 @@ struct Gen {
 
   // With KG = 2 warp groups: group 1 hands its accumulators to group 0 through shared
   // memory (the first rhs plane's ring, free once both groups are done) and leaves.
-  void fast_group_sum(int stages_) {
+  void fast_group_sum() {
     if (kg() == 1) return;
     const int nc = c_regs(p.shape);
     b << "  // ---- the warp groups' sums: group 1's accumulators into group 0's ----\n";
     b << "  __syncthreads();  // both groups are done with their rings\n";
-    b << "  int *red = " << (extra_red_bytes(stages_) ? "sred" : "(int *)&sb0[0][0][0][0]") << ";  // [accumulator][register][tid]\n";
+    b << "  int *red = " << (p.launch.reduction_smem ? "sred" : "(int *)&sb0[0][0][0][0]") << ";  // [accumulator][register][tid]\n";
     int a = 0;
     std::string names;
     b << "  if (grp == 1) {\n";
@@ -749,13 +707,13 @@ struct Gen {
   }
 
   std::string fast_body() {
-    const int S_ = stages();
+    const int S_ = p.launch.ring_depth;
     b << "  constexpr int KG = " << kg() << ";  // warp groups: group g takes the row-block's strides g, g + KG, ...\n";
     b << "  constexpr int GT = THREADS / KG;  // threads per group\n";
     if (kg() == 1) b << "  const int grp = 0, tid = threadIdx.x;\n";
     else b << "  const int grp = threadIdx.x / GT, tid = threadIdx.x % GT;\n";
     b << "  constexpr int STAGES = " << S_ << ";  // cp.async ring depth (per group)\n";
-    b << "  constexpr int IR = " << idx_ring(S_) << ";      // index ring depth\n";
+    b << "  constexpr int IR = " << p.launch.index_ring << ";      // index ring depth\n";
     b << "  // ---- shared memory: the ring of gathered B rows (rows padded by 16 bytes: conflict-free\n"
       << "  //      ldmatrix), A's strides and the column indices ----\n";
     for (size_t j = 0; j < p.rhs.size(); ++j)
@@ -765,7 +723,8 @@ struct Gen {
       b << "  __shared__ __align__(16) unsigned char sa" << i << "[KG][STAGES][" << a_stride_bytes(p.lhs[i]) << "];  // "
         << p.lhs[i].str() << ", " << p.lhs[i].storage_bits << "-bit, V x KS row-major\n";
     b << "  __shared__ __align__(16) int sidx[KG][IR][KS];\n";
-    if (extra_red_bytes(S_)) b << "  __shared__ __align__(16) int sred[" << red_bytes() / 4 << "];  // the groups' accumulators\n";
+    if (p.launch.reduction_smem)
+      b << "  __shared__ __align__(16) int sred[" << p.launch.reduction_smem / 4 << "];  // the groups' accumulators\n";
     declare_accumulators();
     b << "  const int nstrides = ((end - begin) / KS - grp + KG - 1) / KG;  // this group's strides\n";
     fast_copy_setup();
@@ -779,7 +738,7 @@ struct Gen {
       b << "    asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n    " << gsync() << "\n    const int slot = 0;\n";
       fast_compute();
       b << "    " << gsync() << "\n  }\n";
-      fast_group_sum(S_);
+      fast_group_sum();
       epilogue();
       return b.str();
     }
@@ -805,7 +764,7 @@ struct Gen {
     fast_compute();
     b << "  }\n";
     b << "  asm volatile(\"cp.async.wait_group 0;\\n\" ::);\n";
-    fast_group_sum(S_);
+    fast_group_sum();
     epilogue();
     return b.str();
   }
@@ -819,17 +778,7 @@ struct Gen {
   // ahead (a register ring, unrolled). The 16-byte units of each slice row are swizzled so
   // that 8 rows of different column residues mod 8 (what the bank-balanced SR-BCRS puts in
   // every 8 slots) sit in 8 different bank groups.
-  int res_row_bytes(const Chunk &c) const { return p.spec.bsn * c.storage_bits / 8; }
-  int res_slice_bytes_per_k() const {
-    int bytes = 0;
-    for (const Chunk &c : p.rhs) bytes += res_row_bytes(c);
-    return bytes;
-  }
-  // Strides in flight per warp: pf2 / pf3 / pf4 give 2 / 3 / 4; pf (automatic) 4 for up to
-  // two accumulator tiles, 2 for three or four (deeper spills at 32 warps' 64 registers;
-  // depth 6 at two tiles: 0.0232 -> 0.0245 ms, L8-R8 s=0.7 on the H100).
-  int res_accs() const { return int(p.groups.size() * p.rhs.size()) * (p.spec.bsn / 16); }
-  int res_depth() const { return p.spec.stages ? p.spec.stages : res_accs() <= 2 ? 4 : 2; }
+  int res_row_bytes(const Chunk &c) const { return slice_row_bytes(p, c); }
   // resident_swizzle (codegen.h) as a CUDA expression of row `k`.
   static std::string res_swizzle(const std::string &k, int units) {
     switch (units) {
@@ -857,7 +806,7 @@ struct Gen {
   }
 
   std::string resident_body() {
-    const int DEPTH = res_depth(), nb = b_regs(p.shape, 8);
+    const int DEPTH = p.launch.ring_depth, nb = b_regs(p.shape, 8);
     b << "  constexpr int WARPS = THREADS / 32;\n";
     b << "  extern __shared__ __align__(16) unsigned char smem[];\n";
     b << "  __shared__ int next_rb;  // the next row-block of this block's part that no warp has taken\n";
@@ -1007,32 +956,6 @@ struct Gen {
 
 }  // namespace
 
-bool can_split(const Plan &p) {
-  if (p.spec.split <= 1) return true;
-  Gen gen(p);
-  return gen.fast() && gen.kg() * gen.ring_bytes(2) + gen.extra_red_bytes(2) <= 48 * 1024;
-}
-
-bool can_reside(const Plan &p) {
-  Plan q = p;
-  q.spec.resident = true;
-  if (q.spec.split != 1 || !q.spec.prefetch || q.spec.bsn > 128) return false;
-  Gen gen(q);
-  if (!gen.resident()) return false;
-  for (const Chunk &c : q.rhs) {
-    const int rb = gen.res_row_bytes(c);
-    if (rb != 16 && rb != 32 && rb != 48 && rb != 64 && rb != 128) return false;
-  }
-  return true;
-}
-
-size_t resident_smem(const Plan &p, long long k) {
-  Plan q = p;
-  q.spec.resident = true;
-  Gen gen(q);
-  return size_t(k < 8 ? 8 : k) * size_t(gen.res_slice_bytes_per_k());
-}
-
 bool fast_compile_enabled() {
   static const bool on = [] {
     const char *e = std::getenv("MAGICUBE_FAST_COMPILE");
@@ -1052,40 +975,12 @@ std::vector<std::string> nvrtc_options(const Plan &p) {
 }
 
 llvm::Expected<KernelSource> generate(const Plan &p) {
-  const bool sddmm = p.spec.op == OpKind::SDDMM;
+  if (p.launch.params.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "codegen: plan " + to_string(p.spec) + " has no launch configuration (plans come from the planner)");
   Gen gen(p);
-  if (p.spec.split > 1 && !gen.fast())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "split: only the int8 m16n8k32 dense-on-M SpMM kernel splits a row-block's strides "
-                                   "over warp groups; plan " + to_string(p.spec) + " uses " + p.shape.str() + " int" +
-                                       std::to_string(p.native_bits) + " " + orientation_name(p.orient) + " (use split 1)");
-  if (gen.fast() && gen.kg() > 1 && gen.kg() * gen.ring_bytes(2) + gen.extra_red_bytes(2) > 48 * 1024)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "split: " + std::to_string(gen.kg()) + " warp groups of " + to_string(p.spec) +
-                                       " need " + std::to_string(gen.kg() * gen.ring_bytes(2)) +
-                                       " bytes of shared memory for their 2-deep rings (limit 49152); use a smaller "
-                                       "bsn or split 1");
-  if (p.spec.resident && !gen.resident())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "resident: only the int8 m16n8k32 dense-on-M SpMM kernel keeps B resident; plan " +
-                                       to_string(p.spec) + " uses " + p.shape.str() + " int" +
-                                       std::to_string(p.native_bits) + " " + orientation_name(p.orient));
-  if (gen.resident() && !can_reside(p))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "resident: a slice row of B is " + std::to_string(gen.res_row_bytes(p.rhs[0])) +
-                                       " bytes per plane at BSn=" + std::to_string(p.spec.bsn) + " (" +
-                                       std::to_string(p.rhs[0].storage_bits) +
-                                       "-bit planes); it must be 16, 32, 48, 64 or 128 (4-bit B needs BSn >= 32)");
   KernelSource ks;
   ks.name = p.kernel_name();
-  if (gen.resident()) {
-    ks.resident = true;
-    ks.smem_per_k = gen.res_slice_bytes_per_k();
-  }
-  ks.threads = gen.threads;
-  ks.bsn = p.spec.bsn;
-  ks.lhs_planes = int(p.lhs.size());
-  ks.rhs_planes = int(p.rhs.size());
 
   std::ostringstream src;
   src << "// Generated by Magicube JIT (" << kGeneratorVersion << "). Do not edit.\n//\n";
@@ -1103,34 +998,23 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
   }
   src << "\n";
 
-  const std::string ind = "                ";
-  std::string params = ind + "const int *__restrict__ col_idx,  // per slot; -1 pads\n";
-  for (size_t i = 0; i < p.lhs.size(); ++i)
-    params += ind + "const unsigned char *__restrict__ a" + S(i) + ",  // lhs chunk " + p.lhs[i].str() + ", " +
-              S(p.lhs[i].storage_bits) + (sddmm ? "-bit, M x ldk row-major\n" : "-bit, SR-BCRS value layout\n");
-  for (size_t j = 0; j < p.rhs.size(); ++j)
-    params += ind + "const unsigned char *__restrict__ b" + S(j) + ",  // rhs chunk " + p.rhs[j].str() + ", " +
-              S(p.rhs[j].storage_bits) + (sddmm ? "-bit, N x ldk (column-major B)\n" : "-bit, K x ldb row-major\n");
-  const char *ctype = p.spec.out == OutType::Int32   ? "int"
-                      : p.spec.out == OutType::Int64 ? "long long"
-                      : p.spec.out == OutType::F32   ? "float"
-                                                     : "unsigned short";  // f16 / bf16 bits
-  params += ind + ctype +
-            (sddmm ? " *__restrict__ c,  // the mask's vectors, V values each\n" : " *__restrict__ c,  // M x N row-major\n");
+  // The parameter list is the plan's (Plan::launch.params): the runtime packs arguments from
+  // the same list.
+  std::string params = "\n";
+  const auto &ps = p.launch.params;
+  for (size_t i = 0; i < ps.size(); ++i)
+    params += "    " + ps[i].type + " " + ps[i].name + (i + 1 < ps.size() ? "," : "") + "  // " + ps[i].comment + "\n";
+  const bool sddmm = p.spec.op == OpKind::SDDMM;
 
   std::string kernel = sddmm ? kTemplate_sddmm_cu : gen.resident() ? kTemplate_spmm_resident_cu : kTemplate_spmm_cu;
   replace_all(kernel, "{{KERNEL_NAME}}", ks.name);
   replace_all(kernel, "{{PARAMS}}", params);
-  replace_all(kernel, "{{THREADS}}", S(ks.threads));
+  replace_all(kernel, "{{THREADS}}", S(p.launch.threads));
   replace_all(kernel, "{{KS}}", S(p.shape.k));
   replace_all(kernel, "{{V}}", S(p.spec.v));
   replace_all(kernel, "{{BSN}}", S(p.spec.bsn));
   replace_all(kernel, "{{WN}}", S(gen.wn));
   replace_all(kernel, "{{WPG}}", S(gen.threads / 32 / gen.kg()));
-  replace_all(kernel, "{{EXTRA_PARAMS}}",
-              is_float(p.spec.out) ? ",\n                float alpha, const float *__restrict__ row_scale,"
-                                     " const float *__restrict__ col_scale, const float *__restrict__ bias"
-                                   : "");
   replace_all(kernel, "{{BODY}}", sddmm ? (gen.sfast() ? gen.sddmm_fast_body() : gen.sddmm_body()) : gen.resident() ? gen.resident_body() : gen.fast() ? gen.fast_body() : gen.body());
   src << kernel;
   ks.source = src.str();

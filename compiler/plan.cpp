@@ -99,6 +99,7 @@ std::string Plan::str() const {
     o << "\n  nibbles   4-bit planes widened as value << " << nibble_prescale
       << " (one mask per register); scaled accumulators shifted back in the epilogue";
   o << "\n  bounds    max_exact_k " << max_exact_k << ", max_term_k " << max_term_k << "\n";
+  o << "  launch    " << launch.str() << "\n";
   o << "  cost      " << cost << " (compute " << compute_cost << ", memory " << memory_cost << ")\n";
   return o.str();
 }
@@ -171,6 +172,23 @@ llvm::json::Value to_json(const Plan &p) {
       {"max_exact_k", p.max_exact_k},
       {"max_term_k", p.max_term_k},
       {"nibble_prescale", p.nibble_prescale},
+      {"launch", llvm::json::Object{{"family", family_name(p.launch.family)},
+                                    {"threads", p.launch.threads},
+                                    {"warp_groups", p.launch.warp_groups},
+                                    {"warps_per_group", p.launch.warps_per_group},
+                                    {"warp_cols", p.launch.warp_cols},
+                                    {"tiles", p.launch.tiles},
+                                    {"ring_depth", p.launch.ring_depth},
+                                    {"index_ring", p.launch.index_ring},
+                                    {"static_smem", p.launch.static_smem},
+                                    {"reduction_smem", p.launch.reduction_smem},
+                                    {"slice_bytes_per_k", p.launch.slice_bytes_per_k},
+                                    {"block_cols", p.launch.block_cols},
+                                    {"params", [&] {
+                                       llvm::json::Array a;
+                                       for (const KernelParam &k : p.launch.params) a.push_back(k.type + " " + k.name);
+                                       return a;
+                                     }()}}},
       {"compute_cost", p.compute_cost},
       {"memory_cost", p.memory_cost},
       {"cost", p.cost},

@@ -10,6 +10,7 @@
 
 #include "compiler/arch.h"
 #include "compiler/ir.h"
+#include "compiler/launch.h"
 
 namespace magicube {
 
@@ -88,6 +89,9 @@ struct Plan {
   }
   // Cost model, in int8-peak MAC slots per useful MAC (lower is better).
   double compute_cost = 0, memory_cost = 0, cost = 0;
+  // How the kernel is launched: family, threads, ring, shared memory, parameter list
+  // (compiler/launch.h; filled by the planner, printed by codegen, read by the runtime).
+  Launch launch;
 
   int v_side() const { return orient == Orientation::DenseOnM ? shape.n : shape.m; }
   int dense_side() const { return orient == Orientation::DenseOnM ? shape.m : shape.n; }

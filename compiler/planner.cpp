@@ -185,11 +185,18 @@ llvm::Expected<std::vector<Plan>> plan_candidates(const OpSpec &spec) {
     return err("out: an int32 output of " + spec.lhs.str() + " x " + spec.rhs.str() +
                " is not exact even for K=1 (max_exact_k = 0: the largest product does not fit int32); use --out=int64");
   std::vector<Plan> plans;
+  std::string why_not;  // why the cheapest candidate that cannot build the spec's knobs cannot
+  auto add = [&](Plan p) {
+    std::string why = plan_launch(p);
+    if (why.empty()) plans.push_back(std::move(p));
+    else if (why_not.empty()) why_not = why;
+  };
   for (const MmaOption &opt : native_mmas(spec.arch)) {
     // m16 shapes come in both orientations; m8n8 shapes only as Magicube used them.
-    if (opt.shape.m == 16) plans.push_back(make_plan(spec, opt, Orientation::DenseOnM));
-    plans.push_back(make_plan(spec, opt, Orientation::SparseOnM));
+    if (opt.shape.m == 16) add(make_plan(spec, opt, Orientation::DenseOnM));
+    add(make_plan(spec, opt, Orientation::SparseOnM));
   }
+  if (plans.empty()) return err(why_not);
   std::stable_sort(plans.begin(), plans.end(), [](const Plan &a, const Plan &b) { return a.cost < b.cost; });
   return plans;
 }

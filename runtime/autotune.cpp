@@ -202,13 +202,16 @@ llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const Tune
     } else {
       k = knobs_of(spec);  // as the spec holds them (SDDMM: prefetch 1 for any depth)
       auto plans = plan_candidates(spec);
+      if (!plans && (spec.split > 1 || spec.resident)) {
+        // no plan's kernel can build these knobs (e.g. two rings that do not fit): skip them
+        llvm::consumeError(plans.takeError());
+        plans = std::vector<Plan>{};
+      }
       if (!plans) return plans.takeError();
       // Knob values that give an op the same spec (SDDMM has no ring depth) are tried once.
       const bool seen =
           std::any_of(out.begin(), out.end(), [&](const Enumerated &x) { return x.candidate.spec == spec; });
       for (size_t p = 0; !seen && p < plans->size(); ++p) {
-        if (!can_split((*plans)[p])) continue;  // split 2: only the int8 m16n8k32 kernel whose rings fit
-        if (spec.resident && !can_reside((*plans)[p])) continue;  // resident B: that kernel, whole 16-byte rows
         Enumerated e{{spec, k, int(p), plan_id((*plans)[p])}, std::move((*plans)[p])};
         out.push_back(std::move(e));
       }

@@ -159,9 +159,42 @@ llvm::Expected<DeviceEpilogue> upload(const EpilogueArgs &e) {
 }
 
 namespace {
-// Appends the float epilogue's arguments; refuses vectors that the spec needs but lacks.
-llvm::Error push_epilogue(const OpSpec &spec, const DeviceEpilogue *e, int64_t rows, int64_t cols,
-                          llvm::SmallVectorImpl<CUdeviceptr> &ptrs, float &alpha) {
+// The values of one launch, by parameter kind; args() points at them in the order of the
+// plan's parameter list (Plan::launch.params), the list codegen printed.
+struct LaunchValues {
+  CUdeviceptr row_ptr = 0, col_idx = 0, out = 0, bcrs_ptr = 0;
+  llvm::SmallVector<CUdeviceptr, 8> lhs, rhs;
+  int m = 0, n = 0, k = 0, ldb = 0, ldk = 0, out_stride = 0;
+  float alpha = 1.0f;
+  CUdeviceptr row_scale = 0, col_scale = 0, bias = 0;
+
+  // One pointer per parameter (no heap allocation per launch). `this` must outlive the launch.
+  llvm::SmallVector<void *, 24> args(const Launch &l) {
+    llvm::SmallVector<void *, 24> a;
+    for (const KernelParam &p : l.params) switch (p.kind) {
+        case ParamKind::RowPtr: a.push_back(&row_ptr); break;
+        case ParamKind::ColIdx: a.push_back(&col_idx); break;
+        case ParamKind::LhsPlane: a.push_back(&lhs[size_t(p.plane)]); break;
+        case ParamKind::RhsPlane: a.push_back(&rhs[size_t(p.plane)]); break;
+        case ParamKind::Out: a.push_back(&out); break;
+        case ParamKind::BcrsPtr: a.push_back(&bcrs_ptr); break;
+        case ParamKind::M: a.push_back(&m); break;
+        case ParamKind::N: a.push_back(&n); break;
+        case ParamKind::K: a.push_back(&k); break;
+        case ParamKind::Ldb: a.push_back(&ldb); break;
+        case ParamKind::Ldk: a.push_back(&ldk); break;
+        case ParamKind::OutStride: a.push_back(&out_stride); break;
+        case ParamKind::Alpha: a.push_back(&alpha); break;
+        case ParamKind::RowScale: a.push_back(&row_scale); break;
+        case ParamKind::ColScale: a.push_back(&col_scale); break;
+        case ParamKind::Bias: a.push_back(&bias); break;
+      }
+    return a;
+  }
+};
+
+// The float epilogue's values; refuses vectors that the spec needs but lacks.
+llvm::Error epilogue_values(const OpSpec &spec, const DeviceEpilogue *e, int64_t rows, int64_t cols, LaunchValues &v) {
   if (!is_float(spec.out)) return llvm::Error::success();
   static const DeviceEpilogue none;
   if (!e) e = &none;
@@ -179,19 +212,19 @@ llvm::Error push_epilogue(const OpSpec &spec, const DeviceEpilogue *e, int64_t r
     if (auto x = need(e->bias, rows, "bias (per row)")) return x;
   if (spec.bias == Bias::Col)
     if (auto x = need(e->bias, cols, "bias (per column)")) return x;
-  alpha = spec.scale == Scale::Tensor ? e->alpha : 1.0f;
-  ptrs.push_back(e->row_scale.ptr());
-  ptrs.push_back(e->col_scale.ptr());
-  ptrs.push_back(e->bias.ptr());
+  v.alpha = spec.scale == Scale::Tensor ? e->alpha : 1.0f;
+  v.row_scale = e->row_scale.ptr();
+  v.col_scale = e->col_scale.ptr();
+  v.bias = e->bias.ptr();
   return llvm::Error::success();
 }
 }  // namespace
 
-Dim3 resident_grid(const KernelSource &src, int64_t n, int64_t row_blocks, size_t smem, int sm_count) {
+Dim3 resident_grid(const Launch &l, int64_t n, int64_t row_blocks, size_t smem, int sm_count) {
   // Slices of BSn columns x parts of the row-block list, enough parts to fill every SM once
   // (blocks per SM as shared memory and threads allow; 228 KiB of shared memory per SM).
-  const int64_t slices = src.grid_x(n);
-  const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(2048 / src.threads, (228 * 1024) / int64_t(smem + 1024)));
+  const int64_t slices = l.grid_x(n);
+  const int64_t per_sm = std::max<int64_t>(1, std::min<int64_t>(2048 / l.threads, (228 * 1024) / int64_t(smem + 1024)));
   const int64_t parts = std::clamp<int64_t>(int64_t(sm_count) * per_sm / slices, 1, std::min<int64_t>(row_blocks, 65535));
   return Dim3{unsigned(slices), unsigned(parts), 1};
 }
@@ -208,44 +241,35 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
                " rows");
   if (auto e = check_reduction_length(plan_, a.max_block_length)) return e;
   // B's layout follows the plan: slices of BSn columns for resident B, else rows of ldb.
-  if (src_.resident ? b.ldb != plan_.spec.bsn : b.ldb % kLdbAlign != 0)
+  const Launch &l = plan_.launch;
+  const bool resident = l.family == KernelFamily::SpmmResident;
+  if (resident ? b.ldb != plan_.spec.bsn : b.ldb % kLdbAlign != 0)
     return err("spmm: B was packed for another plan (ldb " + llvm::Twine(b.ldb) + "; this " +
-               (src_.resident ? "resident-B plan wants slices of " + llvm::Twine(plan_.spec.bsn) + " columns"
-                              : "plan wants rows padded to a multiple of " + llvm::Twine(kLdbAlign)) +
+               (resident ? "resident-B plan wants slices of " + llvm::Twine(plan_.spec.bsn) + " columns"
+                         : "plan wants rows padded to a multiple of " + llvm::Twine(kLdbAlign)) +
                "): pack B with this plan");
   if (a.num_blocks == 0 || b.n == 0) return llvm::Error::success();
   if (a.num_blocks > 65535) return err("spmm: " + llvm::Twine(a.num_blocks) + " row-blocks exceed the grid's 65535");
-  llvm::SmallVector<CUdeviceptr, 16> ptrs;
-  ptrs.push_back(a.row_ptr.ptr());
-  ptrs.push_back(a.col_idx.ptr());
-  for (const DeviceBuffer &p : a.planes) ptrs.push_back(p.ptr());
-  for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
-  ptrs.push_back(c);
-  llvm::SmallVector<CUdeviceptr, 16> eptrs;
-  float alpha = 1.0f;
-  if (auto e = push_epilogue(plan_.spec, epi, a.rows, b.n, eptrs, alpha)) return e;
-  int m = int(a.rows), n = int(b.n), ldb = int(b.ldb), k = int(b.k);
-  llvm::SmallVector<void *, 24> args;  // no heap allocation per launch
-  for (CUdeviceptr &p : ptrs) args.push_back(&p);
-  args.push_back(&m);
-  args.push_back(&n);
-  args.push_back(&ldb);
-  if (src_.resident) args.push_back(&k);
-  if (is_float(plan_.spec.out)) {
-    args.push_back(&alpha);
-    for (CUdeviceptr &p : eptrs) args.push_back(&p);
-  }
-  Dim3 block{unsigned(src_.threads), 1, 1};
-  if (src_.resident) {
-    const size_t smem = src_.dynamic_smem(b.k);
+  LaunchValues v;
+  v.row_ptr = a.row_ptr.ptr();
+  v.col_idx = a.col_idx.ptr();
+  for (const DeviceBuffer &p : a.planes) v.lhs.push_back(p.ptr());
+  for (const DeviceBuffer &p : b.planes) v.rhs.push_back(p.ptr());
+  v.out = c;
+  v.m = int(a.rows), v.n = int(b.n), v.ldb = int(b.ldb), v.k = int(b.k);
+  if (auto e = epilogue_values(plan_.spec, epi, a.rows, b.n, v)) return e;
+  auto args = v.args(l);
+  const Dim3 block{unsigned(l.threads), 1, 1};
+  if (resident) {
+    const size_t smem = l.dynamic_smem(b.k);
     if (smem > size_t(max_shared_))
       return err("spmm: resident B needs " + llvm::Twine(smem) + " bytes of shared memory for K=" + llvm::Twine(b.k) +
                  " at BSn=" + llvm::Twine(plan_.spec.bsn) + " but a block may use " + llvm::Twine(max_shared_) +
                  "; use a smaller bsn or a plan without resident B");
-    const Dim3 grid = resident_grid(src_, b.n, a.num_blocks, smem, sm_count_);
+    const Dim3 grid = resident_grid(l, b.n, a.num_blocks, smem, sm_count_);
     return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true);
   }
-  Dim3 grid{src_.grid_x(b.n), unsigned(a.num_blocks), 1};
+  const Dim3 grid{l.grid_x(b.n), unsigned(a.num_blocks), 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());
 }
 
@@ -302,27 +326,18 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
   if (auto e = check_dense_pitch(a.k, a.ld)) return e;
   if (mask.num_blocks == 0 || mask.max_block_length == 0) return llvm::Error::success();
   if (mask.num_blocks > 65535) return err("sddmm: " + llvm::Twine(mask.num_blocks) + " row-blocks exceed the grid's 65535");
-  llvm::SmallVector<CUdeviceptr, 16> ptrs{mask.row_ptr.ptr(), mask.col_idx.ptr()};
-  for (const DeviceBuffer &p : a.planes) ptrs.push_back(p.ptr());
-  for (const DeviceBuffer &p : b.planes) ptrs.push_back(p.ptr());
-  ptrs.push_back(out);
-  ptrs.push_back(layout == SparseLayout::Bcrs ? mask.bcrs_ptr.ptr() : CUdeviceptr(0));
-  llvm::SmallVector<CUdeviceptr, 16> eptrs;
-  float alpha = 1.0f;
-  if (auto e = push_epilogue(plan_.spec, epi, mask.rows, mask.cols, eptrs, alpha)) return e;
-  int m = int(mask.rows), k = int(a.k), ldk = int(a.ld), stride = mask.stride;
-  llvm::SmallVector<void *, 24> args;  // no heap allocation per launch
-  for (CUdeviceptr &p : ptrs) args.push_back(&p);
-  args.push_back(&m);
-  args.push_back(&k);
-  args.push_back(&ldk);
-  args.push_back(&stride);
-  if (is_float(plan_.spec.out)) {
-    args.push_back(&alpha);
-    for (CUdeviceptr &p : eptrs) args.push_back(&p);
-  }
-  Dim3 grid{src_.grid_x(mask.max_block_length), unsigned(mask.num_blocks), 1};
-  Dim3 block{unsigned(src_.threads), 1, 1};
+  LaunchValues v;
+  v.row_ptr = mask.row_ptr.ptr();
+  v.col_idx = mask.col_idx.ptr();
+  for (const DeviceBuffer &p : a.planes) v.lhs.push_back(p.ptr());
+  for (const DeviceBuffer &p : b.planes) v.rhs.push_back(p.ptr());
+  v.out = out;
+  v.bcrs_ptr = layout == SparseLayout::Bcrs ? mask.bcrs_ptr.ptr() : CUdeviceptr(0);
+  v.m = int(mask.rows), v.k = int(a.k), v.ldk = int(a.ld), v.out_stride = mask.stride;
+  if (auto e = epilogue_values(plan_.spec, epi, mask.rows, mask.cols, v)) return e;
+  auto args = v.args(plan_.launch);
+  const Dim3 grid{plan_.launch.grid_x(mask.max_block_length), unsigned(mask.num_blocks), 1};
+  const Dim3 block{unsigned(plan_.launch.threads), 1, 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());
 }
 
@@ -354,7 +369,7 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   k->fn_ = *fn;
   k->sm_count_ = ctx.sm_count();
   k->max_shared_ = ctx.max_shared_per_block_optin();
-  if (k->src_.resident) {  // once, so that launches do not set it again
+  if (plan.launch.family == KernelFamily::SpmmResident) {  // once, so that launches do not set it again
     auto fixed = static_shared_bytes(k->fn_);
     if (!fixed) return fixed.takeError();
     k->max_shared_ -= *fixed;  // what is left for dynamic shared memory

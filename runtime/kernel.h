@@ -73,7 +73,7 @@ enum class SparseLayout { SrBcrs, Bcrs };
 
 // The grid of a resident-B SpMM kernel: x = slices of BSn columns, y = parts of the
 // row-block list, as many as fill the device's SMs once.
-Dim3 resident_grid(const KernelSource &src, int64_t n, int64_t row_blocks, size_t smem, int sm_count);
+Dim3 resident_grid(const Launch &launch, int64_t n, int64_t row_blocks, size_t smem, int sm_count);
 
 // A loaded kernel of either op.
 class Kernel {

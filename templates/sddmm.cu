@@ -17,9 +17,7 @@
 // SR-BCRS (stride out_stride) or BCRS (bcrs_ptr) order.
 // ---------------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__({{THREADS}})
-{{KERNEL_NAME}}(const int *__restrict__ row_ptr,   // the mask's 2 pointers per row-block
-{{PARAMS}}                const long long *__restrict__ bcrs_ptr,  // null: SR-BCRS output; else BCRS row-block offsets
-                int M, int K, int ldk, int out_stride{{EXTRA_PARAMS}}) {
+{{KERNEL_NAME}}({{PARAMS}}) {
   constexpr int KS = {{KS}};    // k per mma step
   constexpr int V = {{V}};      // rows per block vector
   constexpr int BSN = {{BSN}};  // sampled vectors per thread block

@@ -16,8 +16,7 @@
 // exchanges stacked slots between lanes, and writes the V rows.
 // ---------------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__({{THREADS}})
-{{KERNEL_NAME}}(const int *__restrict__ row_ptr,   // 2 per row-block: first slot, end of real vectors
-{{PARAMS}}                int M, int N, int ldb{{EXTRA_PARAMS}}) {  // ldb: B plane row pitch in elements
+{{KERNEL_NAME}}({{PARAMS}}) {
   constexpr int KS = {{KS}};    // SR-BCRS stride = mma k
   constexpr int V = {{V}};      // rows per block vector
   constexpr int BSN = {{BSN}};  // dense columns per thread block

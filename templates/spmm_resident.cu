@@ -12,8 +12,7 @@
 // exchanges stacked slots between lanes, and writes the row-block's V rows.
 // ---------------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__({{THREADS}}, 1)
-{{KERNEL_NAME}}(const int *__restrict__ row_ptr,   // 2 per row-block: first slot, end of real vectors
-{{PARAMS}}                int M, int N, int ldb, int K{{EXTRA_PARAMS}}) {  // B: slices of K x BSN (ldb = BSN); K: B's rows
+{{KERNEL_NAME}}({{PARAMS}}) {
   constexpr int KS = {{KS}};    // SR-BCRS stride = mma k
   constexpr int V = {{V}};      // rows per block vector
   constexpr int BSN = {{BSN}};  // dense columns per thread block (the slice)

@@ -252,7 +252,7 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
       if (c.spec.split == 2) {
         auto ps = plan_candidates(c.spec);
         ASSERT_TRUE(bool(ps));
-        EXPECT_TRUE(can_split((*ps)[c.plan])) << c.str();
+        EXPECT_EQ((*ps)[c.plan].launch.warp_groups, 2) << c.str();
       }
     }
     EXPECT_EQ(unsplit, 4 * pf * plans->size()) << to_string(base);
@@ -319,7 +319,7 @@ TEST(Autotune, ResidentCandidatesOnlyWhereBuildable) {
     bsns.insert(c.spec.bsn);
     auto ps = plan_candidates(c.spec);
     ASSERT_TRUE(bool(ps));
-    EXPECT_TRUE(can_reside((*ps)[c.plan])) << c.str();
+    EXPECT_EQ((*ps)[c.plan].launch.family, KernelFamily::SpmmResident) << c.str();
     EXPECT_NE(c.run_flags().find("--resident"), std::string::npos);
   }
   EXPECT_EQ(bsns, (std::set<int>{32, 64, 128})) << "4-bit B: no 24-byte rows at BSn 48";

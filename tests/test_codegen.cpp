@@ -218,19 +218,20 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   s.resident = true;
   auto p = plan(s);
   ASSERT_TRUE(bool(p));
-  EXPECT_TRUE(can_reside(*p));
+  EXPECT_EQ(p->launch.family, KernelFamily::SpmmResident);
   auto ks = generate(*p);
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
-  EXPECT_TRUE(ks->resident);
   EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n32r_pf_sm90");
-  EXPECT_EQ(ks->threads, 1024) << "two accumulator tiles: 32 warps";
-  EXPECT_EQ(ks->smem_per_k, 32);
-  EXPECT_EQ(ks->dynamic_smem(4096), 4096u * 32);
-  EXPECT_EQ(ks->dynamic_smem(3), 8u * 32) << "pads gather rows 0..7";
-  EXPECT_EQ(resident_smem(*p, 4096), 4096u * 32);
+  EXPECT_EQ(p->launch.threads, 1024) << "two accumulator tiles: 32 warps";
+  EXPECT_EQ(p->launch.slice_bytes_per_k, 32);
+  EXPECT_EQ(p->launch.dynamic_smem(4096), 4096u * 32);
+  EXPECT_EQ(p->launch.dynamic_smem(3), 8u * 32) << "pads gather rows 0..7";
   EXPECT_NE(ks->source.find("extern __shared__"), std::string::npos);
   EXPECT_NE(ks->source.find("sw0 = ((row >> 2) & 1)"), std::string::npos) << "32-byte rows swizzle their two units";
-  EXPECT_NE(ks->source.find("int ldb, int K"), std::string::npos);
+  EXPECT_NE(ks->source.find("    int ldb,  // the slice width (BSn)\n    int K  // B's rows\n"), std::string::npos)
+      << "the resident kernel takes K after ldb";
+  // At K=4096 a 32-column slice fits the H100's 227 KiB; a 128-column slice of 16-bit B does not.
+  EXPECT_EQ(check_shared_memory(*p, 4096), "");
   // Four accumulator tiles (BSn=64) keep 32 warps with a 2-deep register ring; eight (two
   // lhs groups x two rhs planes x two tiles) would spill: 16 warps.
   OpSpec w = s;
@@ -239,7 +240,7 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   ASSERT_TRUE(bool(pw));
   auto kw = generate(*pw);
   ASSERT_TRUE(bool(kw));
-  EXPECT_EQ(kw->threads, 1024);
+  EXPECT_EQ(pw->launch.threads, 1024);
   EXPECT_NE(kw->source.find("2 strides in flight"), std::string::npos);
   w.lhs = w.rhs = {16, true};
   w.bsn = 32;
@@ -248,18 +249,24 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   ASSERT_TRUE(bool(p8));
   auto k8 = generate(*p8);
   ASSERT_TRUE(bool(k8));
-  EXPECT_EQ(k8->threads, 512);
+  EXPECT_EQ(p8->launch.threads, 512);
+  OpSpec wide = w;
+  wide.bsn = 128;
+  auto pwide = plan(wide);
+  ASSERT_TRUE(bool(pwide)) << llvm::toString(pwide.takeError());
+  const std::string too_big = check_shared_memory(*pwide, 4096);
+  EXPECT_NE(too_big.find("1048580 bytes for K=4096"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.find("232448"), std::string::npos) << too_big;
   // BSn=48: three tiles of 48-byte rows, not swizzled (row k starts in bank group 3k mod 8).
   OpSpec t = s;
   t.bsn = 48;
   auto pt = plan(t);
   ASSERT_TRUE(bool(pt));
-  EXPECT_TRUE(can_reside(*pt));
   auto kt = generate(*pt);
   ASSERT_TRUE(bool(kt)) << llvm::toString(kt.takeError());
   EXPECT_EQ(kt->name, "magicube_spmm_s8s8_v8_n48r_pf_sm90");
-  EXPECT_EQ(kt->threads, 1024) << "three accumulator tiles: 32 warps";
-  EXPECT_EQ(kt->smem_per_k, 48);
+  EXPECT_EQ(pt->launch.threads, 1024) << "three accumulator tiles: 32 warps";
+  EXPECT_EQ(pt->launch.slice_bytes_per_k, 48);
   EXPECT_NE(kt->source.find("sw0 = 0;"), std::string::npos);
   EXPECT_NE(kt->source.find("acc_g0_r0_t2"), std::string::npos);
   EXPECT_EQ(kt->source.find("acc_g0_r0_t3"), std::string::npos);
@@ -267,33 +274,20 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   // 8-bit B at BSn=96 would make 96-byte rows (six units: no conflict-free order).
   t.bsn = 96;
   auto p96 = plan(t);
-  ASSERT_TRUE(bool(p96));
-  EXPECT_FALSE(can_reside(*p96));
-  auto k96 = generate(*p96);
-  ASSERT_FALSE(bool(k96));
-  EXPECT_NE(llvm::toString(k96.takeError()).find("96 bytes"), std::string::npos);
+  ASSERT_FALSE(bool(p96)) << "the planner refuses it: no GPU needed";
+  EXPECT_NE(llvm::toString(p96.takeError()).find("96 bytes"), std::string::npos);
   // 4-bit B at BSn=16 would make 8-byte slice rows.
   OpSpec n4 = s;
   n4.rhs = {4, true};
   n4.bsn = 16;
   auto p4 = plan(n4);
-  ASSERT_TRUE(bool(p4));
-  EXPECT_FALSE(can_reside(*p4));
-  auto k4 = generate(*p4);
-  ASSERT_FALSE(bool(k4));
-  EXPECT_NE(llvm::toString(k4.takeError()).find("4-bit B needs BSn >= 32"), std::string::npos);
-  // A plan on another mma shape cannot keep B resident.
+  ASSERT_FALSE(bool(p4));
+  EXPECT_NE(llvm::toString(p4.takeError()).find("4-bit B needs BSn >= 32"), std::string::npos);
+  // Only the int8 m16n8k32 dense-on-M plan can keep B resident: the candidates are that one.
   auto ps = plan_candidates(s);
   ASSERT_TRUE(bool(ps));
-  int refused = 0;
-  for (const Plan &q : *ps)
-    if (!(q.native_bits == 8 && q.shape == MmaShape{16, 8, 32} && q.orient == Orientation::DenseOnM)) {
-      auto kq = generate(q);
-      ASSERT_FALSE(bool(kq));
-      EXPECT_NE(llvm::toString(kq.takeError()).find("resident"), std::string::npos);
-      ++refused;
-    }
-  EXPECT_GT(refused, 0);
+  ASSERT_EQ(ps->size(), 1u);
+  EXPECT_EQ(ps->front().launch.family, KernelFamily::SpmmResident);
 }
 
 TEST(Codegen, SplitNeedsTheFastSpmmKernel) {
@@ -305,24 +299,32 @@ TEST(Codegen, SplitNeedsTheFastSpmmKernel) {
   s.split = 2;
   auto ps = plan_candidates(s);
   ASSERT_TRUE(bool(ps)) << llvm::toString(ps.takeError());
-  int refused = 0, split = 0;
-  for (const Plan &p : *ps) {
-    auto ks = generate(p);
-    const bool fast = p.native_bits == 8 && p.shape == MmaShape{16, 8, 32} && p.orient == Orientation::DenseOnM;
-    if (fast) {
-      ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
-      EXPECT_NE(ks->source.find("bar.sync"), std::string::npos) << "each warp group syncs on its own barrier";
-      EXPECT_EQ(ks->threads, 256);
-      EXPECT_NE(ks->name.find("_n64k2_"), std::string::npos) << ks->name;
-      ++split;
-    } else {
-      ASSERT_FALSE(bool(ks));
-      EXPECT_NE(llvm::toString(ks.takeError()).find("split"), std::string::npos);
-      ++refused;
-    }
-  }
-  EXPECT_EQ(split, 1);
-  EXPECT_GT(refused, 0);
+  // Only the ring kernel splits: it is the one candidate left.
+  ASSERT_EQ(ps->size(), 1u);
+  const Plan &p = ps->front();
+  EXPECT_EQ(p.launch.family, KernelFamily::SpmmRing);
+  EXPECT_EQ(p.launch.warp_groups, 2);
+  EXPECT_EQ(p.launch.threads, 256);
+  auto ks = generate(p);
+  ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+  EXPECT_NE(ks->source.find("bar.sync"), std::string::npos) << "each warp group syncs on its own barrier";
+  EXPECT_NE(ks->name.find("_n64k2_"), std::string::npos) << ks->name;
+  // On sm_80 the cheapest mma is int4 m16n8k64, which cannot split: the refusal names it.
+  s.arch = 80;
+  s.lhs = s.rhs = {4, true};
+  auto p80 = plan_candidates(s);
+  ASSERT_TRUE(bool(p80)) << "the int8 ring kernel still splits";
+  EXPECT_EQ(p80->front().native_bits, 8);
+  // Rings that do not fit static shared memory: two 16-bit groups at BSn 256.
+  OpSpec big;
+  big.lhs = big.rhs = {16, true};
+  big.out = OutType::Int64;
+  big.arch = 90;
+  big.bsn = 256;
+  big.split = 2;
+  auto pb = plan(big);
+  ASSERT_FALSE(bool(pb));
+  EXPECT_NE(llvm::toString(pb.takeError()).find("2-deep rings (limit 49152)"), std::string::npos);
 }
 
 // The SDDMM kernels read whole 64- or 128-k blocks: launch_sddmm refuses a pitch that is not

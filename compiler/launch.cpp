@@ -1,0 +1,234 @@
+#include "compiler/launch.h"
+
+#include <algorithm>
+
+#include "compiler/plan.h"
+
+namespace magicube {
+
+namespace {
+
+std::string S(long long x) { return std::to_string(x); }
+
+bool int8_dense_on_m(const Plan &p) {
+  return p.orient == Orientation::DenseOnM && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32};
+}
+// Every rhs plane is 4-bit: the ring kernel keeps B packed and gives each warp 32 columns.
+bool all_rhs_nibbles(const Plan &p) {
+  for (const Chunk &c : p.rhs)
+    if (c.storage_bits != 4) return false;
+  return true;
+}
+int c_regs(const MmaShape &s) { return s.m * s.n / 32; }
+
+// The ring kernel's shared memory for `stages` strides: B rows, A strides and indices.
+int index_ring(int stages) { return stages == 1 ? 1 : stages == 2 ? 2 : stages == 3 ? 4 : 8; }
+int ring_bytes(const Plan &p, int stages) {
+  int bytes = 0;
+  for (const Chunk &c : p.rhs) bytes += stages * p.shape.k * ring_row_pitch(p, c);
+  for (const Chunk &c : p.lhs) bytes += stages * a_stride_bytes(p, c);
+  return bytes + index_ring(stages) * p.shape.k * 4;
+}
+// With two warp groups, group 1's accumulators go to group 0 through shared memory: the
+// first rhs plane's ring when they fit there, else a buffer of their own.
+int reduction_bytes(const Plan &p, const Launch &l, int stages) {
+  if (l.warp_groups == 1) return 0;
+  const int accs = int(p.groups.size() * p.rhs.size()) * l.tiles;
+  const int bytes = accs * c_regs(p.shape) * (l.threads / l.warp_groups) * 4;
+  return bytes > l.warp_groups * stages * p.shape.k * ring_row_pitch(p, p.rhs[0]) ? bytes : 0;
+}
+int ring_smem(const Plan &p, const Launch &l, int stages) {
+  return l.warp_groups * ring_bytes(p, stages) + reduction_bytes(p, l, stages);
+}
+
+KernelParam param(ParamKind kind, std::string type, std::string name, std::string comment, int plane = 0) {
+  return KernelParam{kind, plane, std::move(type), std::move(name), std::move(comment)};
+}
+
+std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
+  const bool sddmm = p.spec.op == OpKind::SDDMM;
+  std::vector<KernelParam> ps;
+  ps.push_back(param(ParamKind::RowPtr, "const int *__restrict__", "row_ptr",
+                     sddmm ? "the mask's 2 pointers per row-block" : "2 per row-block: first slot, end of real vectors"));
+  ps.push_back(param(ParamKind::ColIdx, "const int *__restrict__", "col_idx", "per slot; -1 pads"));
+  for (size_t i = 0; i < p.lhs.size(); ++i)
+    ps.push_back(param(ParamKind::LhsPlane, "const unsigned char *__restrict__", "a" + S(i),
+                       "lhs chunk " + p.lhs[i].str() + ", " + S(p.lhs[i].storage_bits) +
+                           (sddmm ? "-bit, M x ldk row-major" : "-bit, SR-BCRS value layout"),
+                       int(i)));
+  for (size_t j = 0; j < p.rhs.size(); ++j)
+    ps.push_back(param(ParamKind::RhsPlane, "const unsigned char *__restrict__", "b" + S(j),
+                       "rhs chunk " + p.rhs[j].str() + ", " + S(p.rhs[j].storage_bits) +
+                           (sddmm                                      ? "-bit, N x ldk (column-major B)"
+                            : family == KernelFamily::SpmmResident ? "-bit, slices of K x BSn, swizzled"
+                                                                       : "-bit, K x ldb row-major"),
+                       int(j)));
+  const char *ctype = p.spec.out == OutType::Int32   ? "int *__restrict__"
+                      : p.spec.out == OutType::Int64 ? "long long *__restrict__"
+                      : p.spec.out == OutType::F32   ? "float *__restrict__"
+                                                     : "unsigned short *__restrict__";  // f16 / bf16 bits
+  ps.push_back(param(ParamKind::Out, ctype, "c", sddmm ? "the mask's vectors, V values each" : "M x N row-major"));
+  if (sddmm) {
+    ps.push_back(param(ParamKind::BcrsPtr, "const long long *__restrict__", "bcrs_ptr",
+                       "null: SR-BCRS output; else BCRS row-block offsets"));
+    ps.push_back(param(ParamKind::M, "int", "M", "rows of A and of the mask"));
+    ps.push_back(param(ParamKind::K, "int", "K", "the reduction length"));
+    ps.push_back(param(ParamKind::Ldk, "int", "ldk", "A's and B's K pitch in elements"));
+    ps.push_back(param(ParamKind::OutStride, "int", "out_stride", "the mask's SR-BCRS stride"));
+  } else {
+    ps.push_back(param(ParamKind::M, "int", "M", "rows of A and C"));
+    ps.push_back(param(ParamKind::N, "int", "N", "columns of B and C"));
+    ps.push_back(param(ParamKind::Ldb, "int", "ldb",
+                       family == KernelFamily::SpmmResident ? "the slice width (BSn)" : "B plane row pitch in elements"));
+    if (family == KernelFamily::SpmmResident) ps.push_back(param(ParamKind::K, "int", "K", "B's rows"));
+  }
+  if (is_float(p.spec.out)) {
+    ps.push_back(param(ParamKind::Alpha, "float", "alpha", "tensor scale"));
+    ps.push_back(param(ParamKind::RowScale, "const float *__restrict__", "row_scale", "per row (null unless +rc)"));
+    ps.push_back(param(ParamKind::ColScale, "const float *__restrict__", "col_scale", "per column (null unless +rc)"));
+    ps.push_back(param(ParamKind::Bias, "const float *__restrict__", "bias", "per row or column (null without bias)"));
+  }
+  return ps;
+}
+
+}  // namespace
+
+const char *family_name(KernelFamily f) {
+  switch (f) {
+    case KernelFamily::SpmmRing: return "spmm-ring";
+    case KernelFamily::SpmmResident: return "spmm-resident";
+    case KernelFamily::SpmmGeneric: return "spmm-generic";
+    case KernelFamily::SddmmFast: return "sddmm-fast";
+    case KernelFamily::SddmmGeneric: return "sddmm-generic";
+  }
+  return "?";
+}
+
+bool KernelParam::is_pointer() const { return type.find('*') != std::string::npos; }
+
+int ring_row_pitch(const Plan &p, const Chunk &c) { return p.spec.bsn * c.storage_bits / 8 + 16; }
+int a_stride_bytes(const Plan &p, const Chunk &c) { return p.spec.v * p.shape.k * c.storage_bits / 8; }
+int slice_row_bytes(const Plan &p, const Chunk &c) { return p.spec.bsn * c.storage_bits / 8; }
+
+std::string plan_launch(Plan &p) {
+  const OpSpec &s = p.spec;
+  Launch l;
+  const bool fast = int8_dense_on_m(p);
+  if (s.op == OpKind::SDDMM)
+    l.family = fast ? KernelFamily::SddmmFast : KernelFamily::SddmmGeneric;
+  else
+    l.family = !fast ? KernelFamily::SpmmGeneric : s.resident ? KernelFamily::SpmmResident : KernelFamily::SpmmRing;
+  l.block_cols = s.bsn;
+  std::string why;
+  switch (l.family) {
+    case KernelFamily::SpmmRing: {
+      // 4 warps per group (4-bit B: whole 16-byte rows of packed nibbles, 32 columns a warp).
+      const int warps = all_rhs_nibbles(p) ? std::max(1, std::min(4, s.bsn / 32)) : std::min(4, s.bsn / 16);
+      l.warp_groups = s.split;
+      l.warps_per_group = warps;
+      l.threads = warps * 32 * l.warp_groups;
+      l.warp_cols = s.bsn / warps;
+      l.tiles = l.warp_cols / 16;
+      // Ring depth: 1 (gather, wait, compute) without prefetch; else the deepest of 4, 3
+      // (at most spec.stages) whose rings fit static shared memory, else 2.
+      l.ring_depth = 2;
+      if (!s.prefetch) l.ring_depth = 1;
+      else
+        for (int st : {4, 3})
+          if ((s.stages == 0 || st <= s.stages) && ring_smem(p, l, st) <= kStaticSmemLimit) {
+            l.ring_depth = st;
+            break;
+          }
+      l.index_ring = index_ring(l.ring_depth);
+      l.reduction_smem = reduction_bytes(p, l, l.ring_depth);
+      l.static_smem = ring_smem(p, l, l.ring_depth);
+      if (l.warp_groups > 1 && ring_smem(p, l, 2) > kStaticSmemLimit)
+        why = "split: " + S(l.warp_groups) + " warp groups of " + to_string(s) + " need " + S(ring_smem(p, l, 2)) +
+              " bytes of shared memory for their 2-deep rings (limit " + S(kStaticSmemLimit) +
+              "); use a smaller bsn or split 1";
+      break;
+    }
+    case KernelFamily::SpmmResident: {
+      // Every warp takes whole row-blocks over all BSn columns. 32 warps hide the gathers'
+      // latency best (H100: 1.1-1.3x over 16) but leave 64 registers a thread: enough for up
+      // to four int32 accumulator tiles (with a 2-deep register ring past two); more spill,
+      // so 16 warps.
+      l.warp_cols = s.bsn;
+      l.tiles = s.bsn / 16;
+      const int accs = int(p.groups.size() * p.rhs.size()) * l.tiles;
+      l.warps_per_group = accs <= 4 && s.out != OutType::Int64 ? 32 : 16;
+      l.threads = l.warps_per_group * 32;
+      // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: 4 for up to two
+      // accumulator tiles, 2 for three or four (deeper spills at 32 warps' 64 registers;
+      // depth 6 at two tiles: 0.0232 -> 0.0245 ms, L8-R8 s=0.7 on the H100).
+      l.ring_depth = s.stages ? s.stages : accs <= 2 ? 4 : 2;
+      l.static_smem = 4;  // next_rb
+      for (const Chunk &c : p.rhs) l.slice_bytes_per_k += slice_row_bytes(p, c);
+      for (const Chunk &c : p.rhs) {
+        const int rb = slice_row_bytes(p, c);
+        if (rb != 16 && rb != 32 && rb != 48 && rb != 64 && rb != 128)
+          why = "resident: a slice row of B is " + S(rb) + " bytes per plane at BSn=" + S(s.bsn) + " (" +
+                S(c.storage_bits) + "-bit planes); it must be 16, 32, 48, 64 or 128 (4-bit B needs BSn >= 32)";
+      }
+      if (s.split != 1 || !s.prefetch)
+        why = "resident: B resident in shared memory needs split 1 and the prefetch ring (" + to_string(s) + ")";
+      break;
+    }
+    case KernelFamily::SddmmFast: {
+      const int warps = std::min(4, s.bsn / 16);  // 16 vectors per tile, BSn / 16 / warps tiles each
+      l.warps_per_group = warps;
+      l.threads = warps * 32;
+      l.warp_cols = s.bsn / warps;
+      l.tiles = l.warp_cols / 16;
+      l.ring_depth = s.prefetch ? 2 : 1;  // the next k-block's registers in flight
+      break;
+    }
+    case KernelFamily::SpmmGeneric:
+    case KernelFamily::SddmmGeneric:
+      l.threads = s.bsn / 16 * 32;
+      l.warps_per_group = l.threads / 32;
+      l.warp_cols = 16;
+      l.tiles = 16 / p.dense_side();
+      l.ring_depth = s.prefetch ? 2 : 1;  // one stride (k-step) prefetched into registers
+      if (l.family == KernelFamily::SpmmGeneric)
+        for (const Chunk &c : p.rhs) l.static_smem += p.shape.k * ring_row_pitch(p, c);
+      break;
+  }
+  if (s.split > 1 && l.family != KernelFamily::SpmmRing)
+    why = "split: only the int8 m16n8k32 dense-on-M SpMM kernel splits a row-block's strides over warp groups; plan " +
+          to_string(s) + " uses " + p.shape.str() + " int" + S(p.native_bits) + " " + orientation_name(p.orient) +
+          " (use split 1)";
+  if (s.resident && l.family != KernelFamily::SpmmResident)
+    why = "resident: only the int8 m16n8k32 dense-on-M SpMM kernel keeps B resident; plan " + to_string(s) + " uses " +
+          p.shape.str() + " int" + S(p.native_bits) + " " + orientation_name(p.orient);
+  l.params = params_of(p, l.family);
+  p.launch = std::move(l);
+  return why;
+}
+
+std::string check_shared_memory(const Plan &p, long long k) {
+  const Launch &l = p.launch;
+  if (l.family != KernelFamily::SpmmResident) return "";
+  const size_t need = l.dynamic_smem(k) + size_t(l.static_smem);
+  const size_t limit = size_t(max_smem_per_block(p.spec.arch));
+  if (need <= limit) return "";
+  return "resident: B resident in shared memory needs " + S((long long)need) + " bytes for K=" + S(k) + " at BSn=" +
+         S(p.spec.bsn) + " but a block on " + arch_name(p.spec.arch) + " may use " + S((long long)limit) +
+         "; use a smaller bsn or a plan without resident B";
+}
+
+std::string Launch::str() const {
+  std::string o = std::string(family_name(family)) + ": " + S(threads) + " threads";
+  if (warp_groups > 1) o += " (" + S(warp_groups) + " groups x " + S(warps_per_group) + " warps)";
+  o += ", " + S(warp_cols) + " columns (" + S(tiles) + " tile(s)) a warp, block " + S(block_cols);
+  if (family == KernelFamily::SpmmRing)
+    o += ring_depth > 1 ? ", " + S(ring_depth) + "-deep cp.async ring" : ", no ring (gather, wait, compute)";
+  if (family == KernelFamily::SpmmResident) o += ", " + S(ring_depth) + "-deep register ring";
+  o += ", " + S(static_smem) + " B static smem";
+  if (slice_bytes_per_k) o += " + max(K,8) x " + S(slice_bytes_per_k) + " B dynamic";
+  o += "\n            params";
+  for (const KernelParam &prm : params) o += " " + prm.name;
+  return o;
+}
+
+}  // namespace magicube

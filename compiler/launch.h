@@ -1,0 +1,102 @@
+// The launch half of a plan: which kernel family runs it, with how many threads, warp
+// groups, ring stages and bytes of shared memory, and the kernel's parameter list. The
+// planner fills Plan::launch; codegen prints it, the runtime launches from it, and
+// legality (can this plan split, keep B resident, fit shared memory) is answered here from
+// the plan and the arch facts. Nothing else decides a launch parameter.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace magicube {
+
+struct Plan;
+struct Chunk;
+
+// One generator per family (compiler/codegen.cpp).
+enum class KernelFamily {
+  SpmmRing,      // int8 m16n8k32, dense on M: every input of a stride through one cp.async ring
+  SpmmResident,  // int8 m16n8k32, dense on M: a K x BSn slice of B in dynamic shared memory
+  SpmmGeneric,   // any other mma (sm_80 int4, m8n8, sparse on M): B gathered into shared memory
+  SddmmFast,     // int8 m16n8k32, vectors on M: 16-byte K-contiguous loads straight into registers
+  SddmmGeneric,  // any other mma: fragments straight from global memory
+};
+const char *family_name(KernelFamily f);  // "spmm-ring", "spmm-resident", ...
+
+// What a kernel parameter carries; the runtime fills each from its launch values.
+enum class ParamKind {
+  RowPtr,     // SR-BCRS: 2 ints per row-block (first slot, end of the real vectors)
+  ColIdx,     // SR-BCRS column per slot, -1 pads
+  LhsPlane,   // lhs chunk plane `plane`
+  RhsPlane,   // rhs chunk plane `plane`
+  Out,        // the output
+  BcrsPtr,    // SDDMM: BCRS row-block offsets (null: SR-BCRS output)
+  M, N, K,    // int
+  Ldb,        // SpMM: B's row pitch in elements (resident: the slice width)
+  Ldk,        // SDDMM: A's and B's K pitch in elements
+  OutStride,  // SDDMM: the mask's SR-BCRS stride
+  Alpha,      // float
+  RowScale, ColScale, Bias,  // const float *
+};
+struct KernelParam {
+  ParamKind kind;
+  int plane = 0;        // LhsPlane / RhsPlane
+  std::string type;     // CUDA type, e.g. "const int *__restrict__"
+  std::string name;     // e.g. "row_ptr", "a0"
+  std::string comment;  // one line, printed beside it
+  bool is_pointer() const;
+};
+
+struct Launch {
+  KernelFamily family = KernelFamily::SpmmGeneric;
+  int threads = 128;          // per block
+  int warp_groups = 1;        // SpMM ring: groups that split a row-block's strides (spec.split)
+  int warps_per_group = 4;
+  int warp_cols = 16;         // dense columns (SDDMM: vectors) per warp
+  int tiles = 1;              // mma tiles per warp along the dense dimension
+  int ring_depth = 1;         // strides in flight: cp.async stages (ring), register ring (resident); 1 = none
+  int index_ring = 1;         // SpMM ring: strides of column indices in shared memory
+  int static_smem = 0;        // bytes of static shared memory
+  int reduction_smem = 0;     // SpMM ring, split: a separate buffer for the groups' sums (0: reuses the ring)
+  int slice_bytes_per_k = 0;  // resident: dynamic shared memory per row of B (every rhs plane)
+  int block_cols = 64;        // dense columns (SDDMM: vectors) per block: grid x = ceil(N / block_cols)
+  std::vector<KernelParam> params;  // in order
+
+  // Dynamic shared memory for B with k rows (resident: max(k, 8) slice rows; else 0).
+  size_t dynamic_smem(long long k) const {
+    return family == KernelFamily::SpmmResident ? size_t(k < 8 ? 8 : k) * size_t(slice_bytes_per_k) : 0;
+  }
+  unsigned grid_x(long long n) const { return unsigned((n + block_cols - 1) / block_cols); }
+  std::string str() const;  // one readable line
+};
+
+// Fills plan.launch from the plan's spec, chunks and mma, and returns why the plan cannot
+// build its spec ("" when it can): split on a kernel that cannot split or whose rings do not
+// fit static shared memory, resident B on a kernel that cannot keep it, a slice row of a
+// width the kernel cannot gather.
+std::string plan_launch(Plan &plan);
+
+// Whether a resident plan's B slice for k rows fits a block's shared memory on its arch;
+// the error names the bytes. Success for plans without resident B.
+std::string check_shared_memory(const Plan &plan, long long k);
+
+// Shared-memory layout facts that codegen prints and plan_launch counts.
+int ring_row_pitch(const Plan &plan, const Chunk &c);   // a gathered B row: BSn bytes + 16 (conflict-free)
+int a_stride_bytes(const Plan &plan, const Chunk &c);   // one SR-BCRS stride of an lhs plane
+int slice_row_bytes(const Plan &plan, const Chunk &c);  // a resident B slice row of one rhs plane
+
+// A resident B slice row of `units` 16-byte units (1, 2, 3, 4 or 8) stores unit u of row k at
+// u ^ resident_swizzle(k, units): rows of 8 different residues mod 8 then start in 8
+// different shared-memory bank groups. Rows of 3 units need no swizzle: row k starts in bank
+// group 3k mod 8, and 3 is odd, so 8 residues give 8 groups.
+inline int resident_swizzle(long long k, int units) {
+  switch (units) {
+    case 1: case 3: return 0;
+    case 2: return int((k >> 2) & 1);
+    case 4: return int((k >> 1) & 3);
+    default: return int(k & 7);
+  }
+}
+
+}  // namespace magicube
