@@ -33,6 +33,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "runtime/autotune.h"
+#include "runtime/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/smtx.h"
 
@@ -443,11 +444,10 @@ class Suite {
   bool alive();
   void add(ResultRow r) { out_.rows.push_back(std::move(r)); }
 
-  // rows / n (SpMM: A's rows and B's columns, 0 when unknown) size the untuned tile.
-  // k / mean_len (SpMM: B's rows and A's mean vectors per row-block, 0 when unknown) decide
-  // whether B may stay resident in shared memory.
-  llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction, int64_t rows = 0,
-                                   int64_t n = 0, int64_t k = 0, double mean_len = 0);
+  // The dispatch's plan (runtime/dispatch.h) for the problem with signature `sig` (null: no
+  // matrix, the policy's defaults); `how`, when given, gets " [chosen by: ...]".
+  llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
+                                   const MatrixSignature *sig = nullptr, std::string *how = nullptr);
   // Ours on one problem: the stored autotuning choice for it when there is one (after tuning
   // it first with --tune), else choose_plan's. `how` says which ("" or " [tuned: ...]").
   llvm::Expected<Plan> ours_plan(OpKind op, const Precision &p, const VectorSparse &a, int64_t n_or_k,
@@ -538,143 +538,47 @@ void Suite::guarded(ResultRow row, const std::function<void(ResultRow &)> &fn) {
   add(std::move(row));
 }
 
-llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction, int64_t rows,
-                                        int64_t n, int64_t k, double mean_len) {
+llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
+                                        const MatrixSignature *sig, std::string *how) {
+  // The library's dispatch, as `magicube run` and the API use it: no knob pinned, so a stored
+  // tuning record for the problem when there is one, else the policy (runtime/policy.h). The
+  // output is int32 where it is exact for the reduction, else int64.
   OpSpec s;
   s.op = op;
   s.lhs = p.lhs;
   s.rhs = p.rhs;
   s.v = v;
   s.arch = arch_;
-  s.out = OutType::Int32;
-  // Untuned default tile for SpMM (a stored tuning choice overrides it): BSn=256 (4 warps x
-  // 64 columns, more mmas per stride) when that still gives every SM two thread blocks, else
-  // 128. In our H100 probe (tests/gpu/perf_probe.cpp, 2026-11-22, M=K=4096 V=8) 256 beat 128
-  // by 3-10 % on 8-bit B at N=256 and 512.
-  // Grids with fewer 128-column blocks than SMs (the M=256 ResNet shape) take BSn=64. Rows of
-  // at least 16 strides (512 vectors) split them over two warp groups where the kernel can:
-  // H100, 2026-11-22, L8-R8 V=8: M=256 K=2304 N=256 s=0.7 8.8 us (n128) -> 6.9 us (n64k2);
-  // M=K=4096 s=0.7 N=512 0.0596 -> 0.0554 ms; no gain at s=0.9, a loss at s=0.98.
-  if (op == OpKind::SpMM) {
-    s.bsn = 128;
-    const int64_t blocks = rows > 0 ? (rows + v - 1) / v : 0, tiles = (n + 255) / 256;
-    const int64_t sms = std::max(1, ctx_.sm_count());
-    if (blocks * tiles >= 2 * sms) s.bsn = 256;
-    else if (rows > 0 && blocks * ((n + 127) / 128) < sms) s.bsn = 64;
-    if (reduction >= 16 * 32) {
-      OpSpec s2 = s;
-      s2.split = 2;
-      auto p2 = plan(s2);
-      if (p2) s.split = 2;
-      else if (!p2) llvm::consumeError(p2.takeError());
-    }
-    // B resident in shared memory (BSn=32 slices, 32 warps) where it beat the ring kernel on
-    // the H100 (2026-11-22, M=K=4096, `magicube run` medians, ms, resident vs ring): L8-R8
-    // V=8 s=0.7 N=256 0.0233 vs 0.0297, s=0.9 0.0126 vs 0.0136, N=512 s=0.9 0.0197 vs 0.0237,
-    // V=4 s=0.9 0.0203 vs 0.0228, V=2 s=0.9 0.0345 vs 0.0384, V=2 s=0.7 0.0841 vs 0.0983;
-    // L16-R8 s=0.9 V=8 0.0139 vs 0.0144, V=4 0.0219 vs 0.0251: one 8-bit B plane, rows of 4+
-    // strides, enough row-blocks per block, and a slice that fits. It lost at s=0.98 (0.0079
-    // vs 0.0068), with 4-bit B (L8-R4 s=0.9 0.0171 vs 0.0150) and with L16-R16.
-    const int64_t slices = (n + 31) / 32;
-    if (k > 0 && mean_len >= 4 * 32 && blocks * slices >= 16 * int64_t(ctx_.sm_count())) {
-      OpSpec r = s;
-      r.bsn = 32;
-      r.split = 1;
-      r.resident = true;
-      // A resident plan the kernel can build whose slice fits a block's shared memory.
-      auto fits = [&](const Plan &q) {
-        return q.launch.dynamic_smem(k) + 1024 <= size_t(ctx_.max_shared_per_block_optin());
-      };
-      auto pr = plan(r);
-      if (!pr) {
-        llvm::consumeError(pr.takeError());
-      } else {
-        // Two lhs groups (L16-R8) only with an int32 output: int64 epilogues leave 16 warps.
-        llvm::Error wide = check_reduction_length(*pr, reduction);
-        const bool i32 = !wide;
-        llvm::consumeError(std::move(wide));
-        if (fits(*pr) && (pr->groups.size() == 1 || (pr->groups.size() == 2 && i32)) && pr->rhs.size() == 1 &&
-            pr->rhs[0].storage_bits == 8)
-          s = r;
-        // Slices of 48 columns (three mma tiles per stride, 192 KiB at K=4096) for one lhs
-        // group when each SM has at least 800 strides to run: the per-stride overhead then buys
-        // 3 tiles instead of 2, which outweighs the larger slice copy. H100, 2026-11-22, L8-R8
-        // M=K=4096, ms, BSn 32 -> 48: V=2 s=0.7 N=256 0.0841 -> 0.0626, N=512 0.1655 -> 0.1128;
-        // V=2 s=0.9 0.0344 -> 0.0279; V=4 s=0.9 N=512 0.0351 -> 0.0280; V=8 s=0.7 0.0233 ->
-        // 0.0222; but V=8 s=0.9 (about 300 strides per SM) 0.0124 -> 0.0128.
-        const int64_t slices48 = (n + 47) / 48;
-        const double per_sm = double(blocks) * (mean_len / 32) * double(slices48) / double(sms);
-        if (s.resident && pr->groups.size() == 1 && per_sm >= 800) {
-          OpSpec w = s;
-          w.bsn = 48;
-          auto pw = plan(w);
-          if (!pw) llvm::consumeError(pw.takeError());
-          else if (fits(*pw)) s = w;
-        }
-      }
-    }
-    // Short rows (a mean of 8 strides or fewer) with 8-bit B planes on a large grid (BSn
-    // 256): a 2-deep ring. A deeper one holds strides the row-block does not have and costs
-    // blocks per SM. H100, 2026-11-22, M=K=4096, BSn 256, ring depth 4 -> 2, ms: L8-R8 V=8
-    // s=0.98 N=512 0.0105 -> 0.0097, s=0.95 N=512 0.0159 -> 0.0151; V=4 s=0.98 0.0096 ->
-    // 0.0086; V=2 s=0.98 N=512 0.0230 -> 0.0214; L16-R16 s=0.98 N=512 0.0161 -> 0.0157.
-    // Small grids (the M=256 shapes, BSn 64/128) lost 6-17 % with it, and 4-bit B keeps
-    // depth 4 (L8-R4 s=0.98 N=256 0.0074 at 4, 0.0078 at 2).
-    if (!s.resident && s.bsn == 256 && mean_len > 0 && mean_len <= 8 * 32 && p.rhs.bits > 4) s.stages = 2;
-  }
-  // Untuned SDDMM tile: 128 vectors (4 warps x 2 tiles) when each operand is one byte plane,
-  // else 64 (their loads per k-block double). H100, 2026-11-22, M=N=4096 V=8: 128 beat 64 by
-  // 5-10 % on L8-R8 and L4-R4; 64 beat 128 by 3-7 % on L16-R16.
-  if (op == OpKind::SDDMM) s.bsn = p.lhs.bits <= 8 && p.rhs.bits <= 8 ? 128 : 64;
-  auto i32 = plan(s);
-  if (i32) {
-    if (auto e = check_reduction_length(*i32, reduction)) llvm::consumeError(std::move(e));
-    else return i32;
-  } else {
-    llvm::consumeError(i32.takeError());
-  }
-  s.out = OutType::Int64;
-  auto i64 = plan(s);
-  if (!i64) return i64.takeError();
-  if (auto e = check_reduction_length(*i64, reduction)) return e;
-  return i64;
+  s.pinned = 0;
+  s.out = max_exact_k(p.lhs, p.rhs) >= reduction ? OutType::Int32 : OutType::Int64;
+  auto d = dispatch(s, sig, device_facts(ctx_));
+  if (!d) return d.takeError();
+  if (how) *how = " [" + d->chosen_by() + "]";
+  return std::move(d->plan);
 }
 
 llvm::Expected<Plan> Suite::ours_plan(OpKind op, const Precision &p, const VectorSparse &a, int64_t n_or_k,
                                       std::string &how) {
   how.clear();
   const int64_t reduction = op == OpKind::SpMM ? a.max_block_length() : n_or_k;
-  const double mean_len = a.num_blocks() ? double(a.num_vectors()) / double(a.num_blocks()) : 0;
-  auto base = op == OpKind::SpMM ? choose_plan(op, p, a.v, reduction, a.rows, n_or_k, a.cols, mean_len)
-                                 : choose_plan(op, p, a.v, reduction);
-  if (!base) return base;
   const MatrixSignature sig = op == OpKind::SpMM ? spmm_signature(a, n_or_k) : sddmm_signature(a, n_or_k);
   if (cfg_.tune) {
+    auto base = choose_plan(op, p, a.v, reduction, &sig);
+    if (!base) return base;
     TuneOptions to;
     to.warmup = cfg_.warmup;
     to.repeat = cfg_.repeat;
-    auto r = op == OpKind::SpMM ? tune_spmm(ctx_, base->spec, a, n_or_k, to) : tune_sddmm(ctx_, base->spec, a, n_or_k, to);
+    OpSpec unpinned = base->spec;
+    auto r = op == OpKind::SpMM ? tune_spmm(ctx_, unpinned, a, n_or_k, to) : tune_sddmm(ctx_, unpinned, a, n_or_k, to);
     if (!r) {
-      how = " [tuning failed: " + msg(r.takeError()) + "]";
+      std::string why = msg(r.takeError());
       if (!alive()) return err("the CUDA context was lost while tuning (" + lost_why_ + ")");
-      return base;
+      auto again = choose_plan(op, p, a.v, reduction, &sig, &how);
+      how += " [tuning failed: " + why + "]";
+      return again;
     }
   }
-  std::optional<Choice> choice = lookup_tuned(base->spec, sig, ctx_.name());
-  if (!choice) return base;
-  auto plans = plan_candidates(choice->spec());
-  if (!plans || choice->plan_index() < 0 || size_t(choice->plan_index()) >= plans->size()) {
-    if (!plans) llvm::consumeError(plans.takeError());
-    how = " [tuning record unusable; default plan]";
-    return base;
-  }
-  Plan t = (*plans)[size_t(choice->plan_index())];
-  if (auto e = check_reduction_length(t, reduction)) {
-    how = " [tuned choice refused: " + msg(std::move(e)) + "; default plan]";
-    return base;
-  }
-  how = " [tuned: " + choice->candidate.str() + "]";
-  return t;
+  return choose_plan(op, p, a.v, reduction, &sig, &how);
 }
 
 ResultRow Suite::base_row(const Problem &pb, const std::string &op, int64_t n) const {

@@ -119,18 +119,31 @@ llvm::Error validate(const OpSpec &s) {
 }
 
 std::string to_string(const OpSpec &s) {
-  return std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v) +
-         ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + (s.resident ? "r" : "") + "." + (s.prefetch ? "pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string("nopf")) + "." + out_name(s.out) +
-         (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
+  std::string t = std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v);
+  if (s.pinned & kPinTile)
+    t += ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
+         (s.resident ? "r" : "");
+  if (s.pinned & kPinPrefetch)
+    t += s.prefetch ? ".pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string(".nopf");
+  return t + "." + out_name(s.out) + (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
          (s.bias == Bias::Row ? "+rowbias" : s.bias == Bias::Col ? "+colbias" : "") + "." + arch_name(s.arch);
 }
 
 llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   llvm::SmallVector<llvm::StringRef, 8> f;
   text.split(f, '.');
-  if (f.size() != 7)
-    return err("opspec: '" + text + "' must have 7 dot-separated fields: op.LxR.vV.nBSn.pf|nopf.out.arch (e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90)");
+  // Optional fields: the tile (n<BSn>..) and the prefetch (pf..|nopf); what is missing is
+  // left to the dispatch. Stored as 7 fields, "" where missing.
   OpSpec s;
+  s.pinned = kPinAll;
+  if (f.size() >= 5 && f.size() <= 7) {
+    const bool tile = f[3].startswith("n") && f[3].size() > 1 && f[3][1] >= '0' && f[3][1] <= '9';
+    if (!tile) f.insert(f.begin() + 3, llvm::StringRef()), s.pinned &= ~kPinTile;
+    const bool pf = f.size() > 4 && (f[4].startswith("pf") || f[4] == "nopf");
+    if (!pf && f.size() < 7) f.insert(f.begin() + 4, llvm::StringRef()), s.pinned &= ~kPinPrefetch;
+  }
+  if (f.size() != 7)
+    return err("opspec: '" + text + "' must have 5 to 7 dot-separated fields: op.LxR.vV[.nBSn][.pf|nopf].out.arch (e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, or spmm.s8xu4.v8.i32.sm_90 to let the dispatch choose the tile and prefetch)");
   auto op = parse_op(f[0]);
   if (!op) return op.takeError();
   s.op = *op;
@@ -147,7 +160,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   unsigned n = 0;
   if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: '" + f[2] + "' must be v<V>, e.g. v8");
   s.v = int(n);
-  llvm::StringRef nf = f[3];
+  llvm::StringRef nf = f[3].empty() ? llvm::StringRef("n64") : f[3];
   if (nf.consume_back("r")) s.resident = true;
   if (size_t kpos = nf.find('k'); kpos != llvm::StringRef::npos) {
     unsigned k = 0;
@@ -158,7 +171,9 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   }
   if (!nf.consume_front("n") || nf.getAsInteger(10, n)) return err("bsn: '" + f[3] + "' must be n<BSn>, e.g. n64");
   s.bsn = int(n);
-  if (f[4] == "nopf") {
+  if (f[4].empty()) {
+    s.prefetch = true;
+  } else if (f[4] == "nopf") {
     s.prefetch = false;
   } else if (f[4] == "pf" || f[4] == "pf2" || f[4] == "pf3" || f[4] == "pf4") {
     s.prefetch = true;
@@ -189,7 +204,7 @@ llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
                             {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
-                            {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}};
+                            {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}, {"pinned", int(s.pinned)}};
 }
 
 llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
@@ -230,6 +245,10 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   if (auto st = o->getInteger("stages")) s.stages = int(*st);
   if (auto sp = o->getInteger("split")) s.split = int(*sp);
   if (auto rs = o->getBoolean("resident")) s.resident = *rs;
+  if (auto pn = o->getInteger("pinned")) {
+    if (*pn < 0 || *pn > kPinAll) return need("pinned");
+    s.pinned = uint8_t(*pn);
+  }
   if (auto sc = o->getString("scale")) {
     auto v = parse_scale(*sc);
     if (!v) return v.takeError();

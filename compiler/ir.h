@@ -1,7 +1,8 @@
 // The IR: one value type, OpSpec, that describes one quantized sparse op.
 //
 // Text form (canonical; parse(print(x)) == x):
-//   <op>.<lhs>x<rhs>.v<V>.n<BSn>[k2|r].<pf|pf2|pf3|pf4|nopf>.<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   <op>.<lhs>x<rhs>.v<V>[.n<BSn>[k2|r]][.<pf|pf2|pf3|pf4|nopf>].<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   (a missing tile or prefetch field leaves those knobs to the dispatch: OpSpec::pinned)
 //   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, spmm.s8xs8.v8.n128.pf3.i32.sm_90,
 //        sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
 #pragma once
@@ -15,6 +16,9 @@
 namespace magicube {
 
 enum class OpKind { SpMM, SDDMM };
+
+// Bits of OpSpec::pinned.
+enum : uint8_t { kPinBsn = 1, kPinPrefetch = 2, kPinSplit = 4, kPinResident = 8, kPinTile = 13, kPinAll = 15 };
 
 // An integer element type of 1..16 bits, signed (two's complement) or unsigned.
 struct ElemType {
@@ -59,6 +63,11 @@ struct OpSpec {
   bool resident = false;      // SpMM: each thread block keeps a K x BSn slice of B in shared memory
                               // and its warps gather rows from it for a run of row-blocks (text:
                               // n32r); BSn 16, 48 and 96 are allowed only here
+  // The kernel knobs (bsn, prefetch + stages, split, resident) the caller fixed, as kPin*
+  // bits; the dispatch (runtime/dispatch.h) chooses the others for the matrix and the GPU.
+  // The text form omits an unpinned tile field (n..) or prefetch field (pf..):
+  // "spmm.s8xs8.v8.i32.sm_90" pins nothing, "spmm.s8xs8.v8.n64.pf.i32.sm_90" every knob.
+  uint8_t pinned = 15;
 
   friend bool operator==(const OpSpec &, const OpSpec &) = default;
 };

@@ -114,7 +114,7 @@ uint64_t fingerprint(const Plan &p) {
   const OpSpec &s = p.spec;
   static_assert(sizeof(OpSpec) == 60, "an OpSpec field was added or changed: hash it here");
   mix(int(s.op)), mix(s.lhs.bits), mix(s.lhs.is_signed), mix(s.rhs.bits), mix(s.rhs.is_signed), mix(s.v), mix(s.bsn);
-  mix(s.prefetch), mix(int(s.out)), mix(s.arch), mix(int(s.scale)), mix(int(s.bias)), mix(s.stages), mix(s.split), mix(s.resident);
+  mix(s.prefetch), mix(int(s.out)), mix(s.arch), mix(int(s.scale)), mix(int(s.bias)), mix(s.stages), mix(s.split), mix(s.resident), mix(s.pinned);
   mix(p.native_bits), mix(p.shape.m), mix(p.shape.n), mix(p.shape.k), mix(int(p.orient));
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     mix(int64_t(cs->size()));

@@ -8,6 +8,9 @@
 #include "runtime/epilogue.h"
 #include "runtime/magicube.h"
 
+#include "runtime/autotune.h"
+#include "runtime/dispatch.h"
+
 namespace magicube {
 
 // ---- Error -------------------------------------------------------------------------------
@@ -101,23 +104,30 @@ namespace {
 // The plan and the kernel (loaded on first use) of one op; shared by its copies.
 struct OpState {
   Plan plan;
+  std::string chosen_by;
   SpmmOptions options;
   std::mutex mu;
   std::shared_ptr<const Kernel> kernel;
 };
 
-// Candidate `options.candidate` of spec's plans; `cls` ("Spmm") and `want` name the op the
-// class runs.
-Plan plan_op(const OpSpec &spec, const SpmmOptions &options, OpKind want, const char *cls) {
+// The dispatch's plan for `spec` (on the matrix `sig` when known): a tuning record, the
+// policy around the pinned knobs, or the knobs as given (runtime/dispatch.h). The device's
+// own facts when a GPU is usable, else the arch's reference device. `cls` ("Spmm") and
+// `want` name the op the class runs.
+Dispatched plan_op(const OpSpec &spec, const MatrixSignature *sig, const SpmmOptions &options, OpKind want,
+                   const char *cls) {
   if (spec.op != want)
     throw Error(Error::Kind::Invalid, std::string("op: ") + cls + " needs an " + op_name(want) + " spec, got '" +
                                           op_name(spec.op) + "' (" + to_string(spec) + ")");
-  auto plans = take(plan_candidates(spec), Error::Kind::Invalid);
-  if (options.candidate < 0 || size_t(options.candidate) >= plans.size())
-    throw Error(Error::Kind::Invalid, "candidate: " + std::to_string(options.candidate) + " is out of range: " +
-                                          to_string(spec) + " has " + std::to_string(plans.size()) +
-                                          " candidate plan(s) (allowed: 0.." + std::to_string(plans.size() - 1) + ")");
-  return std::move(plans[options.candidate]);
+  DeviceFacts dev = DeviceFacts::reference_for(spec.arch);
+  if (no_gpu_reason().empty()) {
+    try {
+      dev = device_facts(primary_context(options.device));
+    } catch (const Error &) {
+      // planning needs no GPU: the reference device's facts
+    }
+  }
+  return take(dispatch(spec, sig, dev, options.candidate), Error::Kind::Invalid);
 }
 
 int64_t reduction_bound(const Plan &p) { return p.spec.out == OutType::Int32 ? p.max_exact_k : p.max_term_k; }
@@ -220,9 +230,23 @@ double stored_value(OutType out, int64_t element) {
 struct Spmm::State : OpState {};
 
 Spmm::Spmm(const OpSpec &spec, SpmmOptions options) : state_(std::make_shared<State>()) {
-  state_->plan = plan_op(spec, options, OpKind::SpMM, "Spmm");
+  Dispatched d = plan_op(spec, nullptr, options, OpKind::SpMM, "Spmm");
+  state_->plan = std::move(d.plan);
+  state_->chosen_by = d.chosen_by();
   state_->options = options;
 }
+
+Spmm::Spmm(const OpSpec &spec, const VectorSparse &a, int64_t n, SpmmOptions options)
+    : state_(std::make_shared<State>()) {
+  if (n < 1) throw Error(Error::Kind::Invalid, "n: " + std::to_string(n) + " columns of B (allowed: >= 1)");
+  const MatrixSignature sig = spmm_signature(a, n);
+  Dispatched d = plan_op(spec, &sig, options, OpKind::SpMM, "Spmm");
+  state_->plan = std::move(d.plan);
+  state_->chosen_by = d.chosen_by();
+  state_->options = options;
+}
+
+const std::string &Spmm::chosen_by() const { return state_->chosen_by; }
 
 const OpSpec &Spmm::spec() const { return state_->plan.spec; }
 const Plan &Spmm::plan() const { return state_->plan; }
@@ -309,7 +333,7 @@ std::vector<int64_t> Spmm::multiply(const VectorSparse &a, const std::vector<int
 
 std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
                                const EpilogueArgs &epilogue) {
-  return Spmm(spec).multiply(a, b, n, epilogue);
+  return Spmm(spec, a, n).multiply(a, b, n, epilogue);
 }
 
 // ---- Sddmm -------------------------------------------------------------------------------
@@ -334,9 +358,23 @@ int64_t HostMask::output_index(SparseLayout l, int64_t vector, int row) const {
 struct Sddmm::State : OpState {};
 
 Sddmm::Sddmm(const OpSpec &spec, SddmmOptions options) : state_(std::make_shared<State>()) {
-  state_->plan = plan_op(spec, options, OpKind::SDDMM, "Sddmm");
+  Dispatched d = plan_op(spec, nullptr, options, OpKind::SDDMM, "Sddmm");
+  state_->plan = std::move(d.plan);
+  state_->chosen_by = d.chosen_by();
   state_->options = options;
 }
+
+Sddmm::Sddmm(const OpSpec &spec, const VectorSparse &mask, int64_t k, SddmmOptions options)
+    : state_(std::make_shared<State>()) {
+  if (k < 1) throw Error(Error::Kind::Invalid, "k: " + std::to_string(k) + " is not a reduction length (allowed: >= 1)");
+  const MatrixSignature sig = sddmm_signature(mask, k);
+  Dispatched d = plan_op(spec, &sig, options, OpKind::SDDMM, "Sddmm");
+  state_->plan = std::move(d.plan);
+  state_->chosen_by = d.chosen_by();
+  state_->options = options;
+}
+
+const std::string &Sddmm::chosen_by() const { return state_->chosen_by; }
 
 const OpSpec &Sddmm::spec() const { return state_->plan.spec; }
 const Plan &Sddmm::plan() const { return state_->plan; }
@@ -462,7 +500,7 @@ std::vector<int64_t> Sddmm::multiply(const VectorSparse &mask, const std::vector
 std::vector<int64_t> sddmm_host(const OpSpec &spec, const VectorSparse &mask, const std::vector<int64_t> &a,
                                 const std::vector<int64_t> &b, int64_t k, SparseLayout layout,
                                 const EpilogueArgs &epilogue) {
-  return Sddmm(spec).multiply(mask, a, b, k, layout, epilogue);
+  return Sddmm(spec, mask, k).multiply(mask, a, b, k, layout, epilogue);
 }
 
 }  // namespace magicube

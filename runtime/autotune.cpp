@@ -1,4 +1,5 @@
 #include "runtime/autotune.h"
+#include "runtime/timing.h"
 
 #include <algorithm>
 #include <atomic>
@@ -119,6 +120,7 @@ Knobs knobs_of(const OpSpec &spec) {
 
 OpSpec with_knobs(OpSpec spec, const Knobs &k) {
   for (const KnobInfo &i : knob_table()) i.apply(spec, k.*i.field);
+  spec.pinned = kPinAll;  // a candidate's spec fixes every knob
   return spec;
 }
 
@@ -787,11 +789,6 @@ std::vector<std::string> precompile(const Context &ctx, const std::vector<Enumer
   return errors;
 }
 
-double median_of(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  size_t h = ms.size() / 2;
-  return ms.size() % 2 ? ms[h] : (ms[h - 1] + ms[h]) / 2;
-}
 
 llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const MatrixSignature &sig, Workload &work,
                                 const TuneOptions &opts) {
@@ -810,24 +807,6 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
 
   std::vector<std::string> compile_errors = precompile(ctx, *cands, opts.compile_threads);
 
-  // Reused by every candidate: the event pairs and the filler.
-  std::vector<Event> start, stop;
-  for (int i = 0; i < opts.repeat; ++i) {
-    auto e0 = Event::create();
-    if (!e0) return e0.takeError();
-    auto e1 = Event::create();
-    if (!e1) return e1.takeError();
-    start.push_back(std::move(*e0));
-    stop.push_back(std::move(*e1));
-  }
-  DeviceBuffer filler;
-  if (opts.filler_bytes > 0) {
-    auto f = DeviceBuffer::allocate(opts.filler_bytes);
-    if (f) filler = std::move(*f);
-    else log().warn("tune: no {}-byte filler ({}); host launch latency may be timed", opts.filler_bytes,
-                    llvm::toString(f.takeError()));
-  }
-
   // Times one candidate; the error (or mismatch) is the reason it is skipped.
   auto time_one = [&](const Enumerated &c, CandidateTiming &t) -> llvm::Error {
     if (auto e = work.check(c.plan)) return e;
@@ -841,26 +820,12 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
     if (auto e = ctx.synchronize()) return e;
     if (opts.verify)
       if (std::string bad = work.verify(c.plan); !bad.empty()) return err(bad);
-    for (int i = 0; i < opts.warmup; ++i)
-      if (auto e = work.launch(**k)) return e;
-    if (auto e = ctx.synchronize()) return e;
-    if (filler.bytes() > 0)
-      if (auto e = filler.memset(0)) return e;
-    for (int i = 0; i < opts.repeat; ++i) {
-      if (auto e = start[i].record(nullptr)) return e;
-      if (auto e = work.launch(**k)) return e;
-      if (auto e = stop[i].record(nullptr)) return e;
-    }
-    if (auto e = ctx.synchronize()) return e;
-    std::vector<double> ms;
-    for (int i = 0; i < opts.repeat; ++i) {
-      auto x = elapsed_ms(start[i], stop[i]);
-      if (!x) return x.takeError();
-      ms.push_back(*x);
-    }
-    t.median_ms = median_of(ms);
-    t.min_ms = *std::min_element(ms.begin(), ms.end());
-    t.max_ms = *std::max_element(ms.begin(), ms.end());
+    auto timed = time_launches(ctx, [&] { return work.launch(**k); },
+                               TimingOptions{opts.warmup, opts.repeat, opts.filler_bytes});
+    if (!timed) return timed.takeError();
+    t.median_ms = timed->median_ms;
+    t.min_ms = timed->min_ms;
+    t.max_ms = timed->max_ms;
     return llvm::Error::success();
   };
 
@@ -979,26 +944,6 @@ std::optional<Choice> lookup_tuned(const OpSpec &base, const MatrixSignature &si
     return std::nullopt;
   }
   return lookup_tuned(*store, base, sig, gpu);
-}
-
-llvm::Expected<Plan> tuned_plan(const TuneStore &store, const OpSpec &base, const MatrixSignature &sig,
-                                llvm::StringRef gpu) {
-  if (auto e = validate(base)) return e;
-  if (std::optional<Choice> c = lookup_tuned(store, base, sig, gpu)) {
-    auto plans = plan_candidates(c->spec());
-    if (!plans) return plans.takeError();
-    return std::move((*plans)[c->plan_index()]);
-  }
-  return plan(base);
-}
-
-llvm::Expected<Plan> tuned_plan(const OpSpec &base, const MatrixSignature &sig, llvm::StringRef gpu) {
-  auto store = TuneStore::open_default();
-  if (!store) {
-    log().debug("no tuning store: {}", llvm::toString(store.takeError()));
-    return plan(base);
-  }
-  return tuned_plan(*store, base, sig, gpu);
 }
 
 }  // namespace magicube

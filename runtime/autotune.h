@@ -13,8 +13,7 @@
 //
 // Usage:
 //   auto r = tune_spmm(ctx, spec, a, n, {});                 // times; stores the record
-//   auto p = tuned_plan(spec, spmm_signature(a, n), ctx.name());  // no timing: the stored
-//                                                            // choice, else plan(spec)
+//   // no timing, in any process: runtime/dispatch.h's dispatch() finds the stored choice
 #pragma once
 
 #include <cstdint>
@@ -205,10 +204,5 @@ std::optional<Choice> lookup_tuned(const TuneStore &store, const OpSpec &base, c
                                    llvm::StringRef gpu);
 // The same in the default store (a miss when it cannot be resolved).
 std::optional<Choice> lookup_tuned(const OpSpec &base, const MatrixSignature &sig, llvm::StringRef gpu);
-
-// The tuned plan when a record exists, else the planner's best (plan(base)).
-llvm::Expected<Plan> tuned_plan(const TuneStore &store, const OpSpec &base, const MatrixSignature &sig,
-                                llvm::StringRef gpu);
-llvm::Expected<Plan> tuned_plan(const OpSpec &base, const MatrixSignature &sig, llvm::StringRef gpu);
 
 }  // namespace magicube

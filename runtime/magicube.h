@@ -8,13 +8,13 @@
 //
 //   #include "runtime/magicube.h"
 //
-//   magicube::OpSpec spec = magicube::parse_spec("spmm.s8xu4.v8.n64.pf.i32.sm_90");
+//   magicube::OpSpec spec = magicube::parse_spec("spmm.s8xu4.v8.i32.sm_90");  // knobs: the dispatch's
 //   magicube::VectorSparse a = magicube::vector_sparse_from_dense(dense_a, M, K, spec.v);
 //   std::vector<int64_t> c = magicube::spmm_host(spec, a, b, N);  // M x N, row-major
 //
 // or, to keep the packed operands on the device and launch on your own stream:
 //
-//   magicube::Spmm op(spec);                     // plans; host only, no GPU needed
+//   magicube::Spmm op(spec, a, N);               // plans for this matrix (tuning record or policy)
 //   auto da = op.upload(op.pack_lhs(a));         // SR-BCRS + chunk planes, on the device
 //   auto db = op.upload(op.pack_rhs(b, K, N));
 //   magicube::DeviceBuffer c = op.allocate_output(M, N);
@@ -99,7 +99,7 @@ class Error : public std::runtime_error {
 OpSpec parse_spec(const std::string &text);
 
 struct SpmmOptions {
-  int candidate = 0;  // which plan of plan_candidates(spec): 0 = the best by the cost model
+  int candidate = -1;  // which plan of plan_candidates: -1 = the dispatch's choice, 0 = the best by the cost model
   int device = 0;     // CUDA device ordinal for the device-side calls
 };
 using SddmmOptions = SpmmOptions;
@@ -124,9 +124,18 @@ struct HostLhs {
 // with C int32, int64 or (dequantized) f32, f16 or bf16 as the spec's `out` says.
 class Spmm {
  public:
-  // Plans the spec (Kind::Invalid for an invalid spec, an op other than spmm, or a
-  // candidate index out of range).
+  // Plans the spec through the dispatch (runtime/dispatch.h): knobs the spec pins are kept
+  // ("spmm.s8xs8.v8.n64.pf.i32.sm_90" pins all, "spmm.s8xs8.v8.i32.sm_90" none); the others
+  // come from the library's policy. Kind::Invalid for an invalid spec, an op other than
+  // spmm, or a candidate index out of range.
   explicit Spmm(const OpSpec &spec, SpmmOptions options = {});
+  // The same for the matrix A and N columns of B: with no knob pinned, a stored tuning record
+  // for (op, GPU, A's signature, N) when one exists (`magicube tune`), else the policy for
+  // this matrix; refuses rows longer than the output type allows.
+  Spmm(const OpSpec &spec, const VectorSparse &a, int64_t n, SpmmOptions options = {});
+  // Where the plan came from: "chosen by: flags" | "chosen by: tuned record <path>" |
+  // "chosen by: policy (<why>)".
+  const std::string &chosen_by() const;
 
   const OpSpec &spec() const;
   const Plan &plan() const;
@@ -206,9 +215,11 @@ struct HostMask {
 // slots are not written by run (multiply and sddmm_host return 0 there).
 class Sddmm {
  public:
-  // Plans the spec (Kind::Invalid for an invalid spec, an op other than sddmm, or a
-  // candidate index out of range).
+  // Plans the spec through the dispatch, as Spmm does.
   explicit Sddmm(const OpSpec &spec, SddmmOptions options = {});
+  // The same for a mask and reduction length K: a tuning record or the policy for them.
+  Sddmm(const OpSpec &spec, const VectorSparse &mask, int64_t k, SddmmOptions options = {});
+  const std::string &chosen_by() const;
 
   const OpSpec &spec() const;
   const Plan &plan() const;

@@ -23,6 +23,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "runtime/autotune.h"
+#include "runtime/dispatch.h"
+#include "runtime/magicube.h"
 #include "runtime/reference.h"
 #include "tests/gpu/gpu_env.h"
 #include "tests/cli_util.h"
@@ -530,23 +532,102 @@ TEST(Autotune, DefaultStoreIsUnderTheCacheDir) {
   auto c = lookup_tuned(kBase, sig, "Test GPU");
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->candidate.plan_id, rec.choice.candidate.plan_id);
-  auto tp = tuned_plan(kBase, sig, "Test GPU");
-  ASSERT_TRUE(bool(tp)) << llvm::toString(tp.takeError());
-  EXPECT_EQ(tp->spec, rec.choice.candidate.spec);
+  if (old) setenv("MAGICUBE_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("MAGICUBE_CACHE_DIR");
+}
+
+// ---- the dispatch: a stored choice is what plan, run and the API get ----------------------
+
+// A uniform matrix of `per` vectors in each row-block, as `magicube run --m --k --sparsity`
+// builds it (the signature depends only on the row-block lengths).
+VectorSparse uniform_rows(int64_t m, int64_t k, int v, int64_t per) {
+  VectorSparse a;
+  a.rows = m, a.cols = k, a.v = v;
+  a.block_ptr.push_back(0);
+  for (int64_t b = 0; b < (m + v - 1) / v; ++b) {
+    for (int64_t i = 0; i < per; ++i) a.col.push_back(int32_t(i));
+    a.block_ptr.push_back(int64_t(a.col.size()));
+  }
+  a.values.assign(a.col.size() * size_t(v), 1);
+  return a;
+}
+
+TEST(Dispatch, StoredChoiceIsWhatPlanRunAndTheApiGet) {
+  TempDir tmp;
+  const char *old = std::getenv("MAGICUBE_CACHE_DIR");
+  std::string saved = old ? old : "";
+  setenv("MAGICUBE_CACHE_DIR", tmp.path().c_str(), 1);
+  // --m=512 --k=512 --sparsity=0.7 --n=256: 154 vectors in each of 64 row-blocks.
+  const VectorSparse a = uniform_rows(512, 512, 8, 154);
+  const MatrixSignature sig = spmm_signature(a, 256);
+  OpSpec unpinned = kBase;
+  unpinned.pinned = 0;
+  const DeviceFacts dev = DeviceFacts::reference_for(90);
+  // No record: the policy.
+  auto pol = dispatch(unpinned, &sig, dev);
+  ASSERT_TRUE(bool(pol)) << llvm::toString(pol.takeError());
+  EXPECT_EQ(pol->source, ChoiceSource::Policy);
+  EXPECT_NE(pol->chosen_by().find("chosen by: policy ("), std::string::npos) << pol->chosen_by();
+  // A record for the reference GPU whose choice differs from the policy's.
+  auto cands = tuning_candidates(kBase);
+  ASSERT_TRUE(bool(cands));
+  size_t pick = 0;
+  while (pick < cands->size() && (*cands)[pick].spec == pol->plan.spec) ++pick;
+  ASSERT_LT(pick, cands->size() - 1);
+  TuneRecord rec = fake_record(kBase, dev.name, sig, pick);
+  auto store = TuneStore::open_default();
+  ASSERT_TRUE(bool(store));
+  ASSERT_EQ(msg(store->save(rec)), "");
+  const std::string path = store->record_path(rec.key);
+  auto tuned = dispatch(unpinned, &sig, dev);
+  ASSERT_TRUE(bool(tuned)) << llvm::toString(tuned.takeError());
+  EXPECT_EQ(tuned->source, ChoiceSource::TunedRecord);
+  EXPECT_EQ(tuned->plan.spec, rec.choice.candidate.spec);
+  EXPECT_EQ(tuned->chosen_by(), "chosen by: tuned record " + path);
+  // The C++ API: Spmm for this matrix with nothing pinned gets the record's plan.
+  magicube::Spmm op(unpinned, a, 256);
+  EXPECT_EQ(op.plan().spec, rec.choice.candidate.spec);
+  EXPECT_EQ(op.chosen_by(), "chosen by: tuned record " + path);
+  EXPECT_EQ(magicube::Spmm(parse_spec(to_string(unpinned)), a, 256).plan().spec, rec.choice.candidate.spec)
+      << "the spec text without tile and prefetch fields pins nothing";
+  // Every knob pinned: the flags, not the record.
+  auto flags = dispatch(kBase, &sig, dev);
+  ASSERT_TRUE(bool(flags));
+  EXPECT_EQ(flags->source, ChoiceSource::Flags);
+  EXPECT_EQ(flags->plan.spec, kBase);
+  // magicube plan with the matrix flags prints the record's plan and where it came from.
+  CliResult r = run_shell(magicube_cli() + " plan --lhs=" + kBase.lhs.str() + " --rhs=" + kBase.rhs.str() +
+                          " --v=8 --m=512 --k=512 --sparsity=0.7 --n=256 2>&1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("plan " + to_string(rec.choice.candidate.spec)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("chosen by: tuned record " + path), std::string::npos) << r.output;
+  CliResult pinned = run_shell(magicube_cli() + " plan --lhs=" + kBase.lhs.str() + " --rhs=" + kBase.rhs.str() +
+                               " --v=8 --bsn=64 --stages=0 --split=1 --resident=false --m=512 --k=512 --sparsity=0.7 --n=256 2>&1");
+  EXPECT_NE(pinned.output.find("chosen by: flags"), std::string::npos) << pinned.output;
   if (old) setenv("MAGICUBE_CACHE_DIR", saved.c_str(), 1);
   else unsetenv("MAGICUBE_CACHE_DIR");
 }
 
 // ---- lookups -------------------------------------------------------------------------------
 
-TEST(Autotune, LookupMissFallsBackToThePlanner) {
+// The dispatch with no knob pinned on a GPU named `gpu`: the stored choice, else the policy.
+llvm::Expected<Plan> tuned_plan(const TuneStore &store, OpSpec base, const MatrixSignature &sig, const std::string &gpu) {
+  base.pinned = 0;
+  auto d = dispatch(base, &sig, DeviceFacts{gpu, 132, false}, -1, &store);
+  if (!d) return d.takeError();
+  return std::move(d->plan);
+}
+
+TEST(Autotune, LookupMissFallsBackToThePolicy) {
   TempDir tmp;
   TuneStore store = TuneStore::open(tmp.path() + "/none");  // does not exist
   MatrixSignature sig = spmm_signature(bernoulli(5, 128, 256, 8, 0.9, {8, true}), 64);
   EXPECT_FALSE(lookup_tuned(store, kBase, sig, "Test GPU").has_value());
   auto p = tuned_plan(store, kBase, sig, "Test GPU");
   ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
-  auto best = plan(kBase);
+  OpSpec unpinned = kBase;
+  unpinned.pinned = 0;
+  auto best = plan(policy_spec(unpinned, &sig, DeviceFacts{"Test GPU", 132, false}).spec);
   ASSERT_TRUE(bool(best));
   EXPECT_EQ(p->kernel_name(), best->kernel_name());
   EXPECT_EQ(plan_id(*p), plan_id(*best));

@@ -57,14 +57,14 @@ TEST(Cli, PlanPrintsTheKernelName) {
   TempDir tmp;
   CliResult r = cli("plan --op=spmm --lhs=s12 --rhs=u4 --v=4 --arch=sm_80", tmp.path());
   EXPECT_EQ(r.status, 0) << r.output;
-  std::string want = kernel_name_of(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 64, true, OutType::Int32, 80});
+  std::string want = kernel_name_of(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 128, true, OutType::Int32, 80});
   EXPECT_NE(r.output.find(want), std::string::npos) << want << " not in:\n" << r.output;
-  EXPECT_NE(r.output.find("plan spmm.s12xu4.v4.n64.pf.i32.sm_80"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("plan spmm.s12xu4.v4.n128.pf.i32.sm_80"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PlanAllAndCandidate) {
   TempDir tmp;
-  auto plans = plan_candidates(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 64, true, OutType::Int32, 80});
+  auto plans = plan_candidates(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 128, true, OutType::Int32, 80});
   ASSERT_TRUE(bool(plans)) << llvm::toString(plans.takeError());
   ASSERT_GE(plans->size(), 2u);
   CliResult all = cli("plan --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --all", tmp.path());
@@ -122,7 +122,7 @@ TEST(Cli, PlanJsonParses) {
   const llvm::json::Object *o = v->getAsObject();
   ASSERT_NE(o, nullptr);
   EXPECT_EQ(o->getString("kernel").getValueOr(""),
-            kernel_name_of(OpSpec{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::Int32, 90}));
+            kernel_name_of(OpSpec{OpKind::SpMM, {8, true}, {8, true}, 8, 128, true, OutType::Int32, 90}));
 
   CliResult all = cli("plan --lhs=s12 --rhs=u4 --v=4 --format=json --all", tmp.path());
   ASSERT_EQ(all.status, 0) << all.output;
@@ -138,7 +138,7 @@ TEST(Cli, CompileEmitsCuda) {
   CliResult r = cli("compile --lhs=s12 --rhs=u4 --v=4 --arch=sm_80 --emit=cuda -o " + shell_quote(out), tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
   std::string src = read_file(out);
-  std::string name = kernel_name_of(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 64, true, OutType::Int32, 80});
+  std::string name = kernel_name_of(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 128, true, OutType::Int32, 80});
   EXPECT_NE(src.find(name), std::string::npos) << name;
   EXPECT_NE(src.find("extern \"C\""), std::string::npos);
   EXPECT_NE(r.output.find(out), std::string::npos) << r.output;  // the summary names the file
@@ -157,7 +157,7 @@ TEST(Cli, CompileEmitsPtx) {
   std::string ptx = read_file(out);
   EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
   EXPECT_NE(ptx.find("mma.sync"), std::string::npos);
-  EXPECT_NE(ptx.find(kernel_name_of(OpSpec{OpKind::SpMM, {8, true}, {4, false}, 8, 64, true, OutType::Int32, 90})),
+  EXPECT_NE(ptx.find(kernel_name_of(OpSpec{OpKind::SpMM, {8, true}, {4, false}, 8, 128, true, OutType::Int32, 90})),
             std::string::npos);
 }
 
@@ -312,7 +312,7 @@ TEST(Cli, PlanFloatScaleAndBias) {
   TempDir tmp;
   CliResult r = cli("plan --out=f16 --scale=rowcol --bias=col", tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("plan spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("plan spmm.s8xs8.v8.n128.pf.f16+rc+colbias.sm_90"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("epilogue  f16: int64 sum of terms, in double * row_scale[r] * col_scale[c] + bias[c], "
                           "rounded to nearest even"),
             std::string::npos)
@@ -329,7 +329,7 @@ TEST(Cli, PlanFloatScaleAndBias) {
   // The defaults are none: the integer plans are unchanged.
   CliResult none = cli("plan --out=f32", tmp.path());
   ASSERT_EQ(none.status, 0) << none.output;
-  EXPECT_NE(none.output.find("plan spmm.s8xs8.v8.n64.pf.f32.sm_90"), std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("plan spmm.s8xs8.v8.n128.pf.f32.sm_90"), std::string::npos) << none.output;
 }
 
 TEST(Cli, ScaleAndBiasAreValidatedByTheIr) {
@@ -363,7 +363,7 @@ TEST(Cli, CompileFloatEpilogue) {
   TempDir tmp;
   CliResult r = cli("compile --out=f16 --scale=rowcol --bias=row --emit=cuda -o -", tmp.path());
   ASSERT_EQ(r.status, 0) << r.output;
-  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, OutType::F16, 90, Scale::RowCol, Bias::Row};
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 128, true, OutType::F16, 90, Scale::RowCol, Bias::Row};
   EXPECT_NE(r.output.find(kernel_name_of(s)), std::string::npos) << kernel_name_of(s);
   EXPECT_NE(r.output.find("row_scale"), std::string::npos);
 }

@@ -157,3 +157,26 @@ TEST(Ir, HashIsStableAndDistinguishesSpecs) {
 }
 
 }  // namespace
+
+// The text form may leave the tile and the prefetch to the dispatch: what it omits is not pinned.
+TEST(Ir, SpecTextWithoutKnobsPinsNothing) {
+  auto s = parse_opspec("spmm.s8xs8.v8.i32.sm_90");
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  EXPECT_EQ(s->pinned, 0);
+  EXPECT_EQ(to_string(*s), "spmm.s8xs8.v8.i32.sm_90");
+  auto t = parse_opspec("spmm.s8xs8.v8.n48r.f16+rc.sm_90");
+  ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+  EXPECT_EQ(t->pinned, kPinTile);
+  EXPECT_TRUE(t->resident);
+  EXPECT_EQ(to_string(*t), "spmm.s8xs8.v8.n48r.f16+rc.sm_90");
+  auto u = parse_opspec("sddmm.s4xs4.v4.nopf.i32.sm_80");
+  ASSERT_TRUE(bool(u)) << llvm::toString(u.takeError());
+  EXPECT_EQ(u->pinned, kPinPrefetch);
+  EXPECT_FALSE(u->prefetch);
+  auto full = parse_opspec("spmm.s8xs8.v8.n64.pf.i32.sm_90");
+  ASSERT_TRUE(bool(full));
+  EXPECT_EQ(full->pinned, kPinAll);
+  auto bad = parse_opspec("spmm.s8xs8.i32.sm_90");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("5 to 7 dot-separated fields"), std::string::npos);
+}

@@ -12,8 +12,14 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include <optional>
+#include <random>
+
+#include "runtime/autotune.h"
+#include "runtime/dispatch.h"
 #include "runtime/kernel.h"
 #include "tools/commands.h"
+#include "tools/inputs.h"
 
 namespace magicube::tool {
 
@@ -85,45 +91,66 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.arch = *arch;
   s.scale = *scale;
   s.bias = *bias;
+  s.pinned = f.pinned;
   if (auto e = validate(s)) return e;
   return s;
 }
 
-llvm::Expected<Plan> pick_plan(const OpSpec &spec, int candidate) {
-  auto plans = plan_candidates(spec);
-  if (!plans) return plans.takeError();
-  if (candidate < 0 || size_t(candidate) >= plans->size())
-    return err("candidate: --candidate=" + llvm::Twine(candidate) + " is out of range: " + to_string(spec) + " has " +
-               llvm::Twine(plans->size()) + " candidate plan(s) (allowed: 0.." + llvm::Twine(plans->size() - 1) +
-               "; see plan --all)");
-  return std::move((*plans)[candidate]);
+llvm::Expected<std::optional<MatrixSignature>> signature_from_flags(const OpSpec &spec, const RunArgs &r) {
+  const bool sddmm = spec.op == OpKind::SDDMM;
+  const bool any = !r.matrix.empty() || r.m_given || r.k_given || r.sparsity_given || r.n_given;
+  if (!any) return std::optional<MatrixSignature>();
+  if (!sddmm && r.n <= 0) return err("n: give --n=N (the columns of B and C) with the matrix flags");
+  if (sddmm && r.k <= 0) return err("k: give --k=K (the reduction length) with the mask flags");
+  std::mt19937_64 rng(r.seed);
+  auto sparse = sddmm ? make_sparse(r, spec, ElemType{1, false}, r.n, "n", rng)
+                      : make_sparse(r, spec, spec.lhs, r.k, "k", rng);
+  if (!sparse) return sparse.takeError();
+  return std::optional<MatrixSignature>(sddmm ? sddmm_signature(*sparse, r.k) : spmm_signature(*sparse, r.n));
 }
 
-int cmd_plan(const OpFlags &f, const std::string &format, bool all) {
+int cmd_plan(const OpFlags &f, const RunArgs &r, const std::string &format, bool all) {
   if (format != "text" && format != "json")
     return fail("format: '" + format + "' is not allowed (allowed: text, json)");
   auto spec = spec_from_flags(f);
   if (!spec) return fail(spec.takeError());
-  auto plans = plan_candidates(*spec);
-  if (!plans) return fail(plans.takeError());
+  auto sig = signature_from_flags(*spec, r);
+  if (!sig) return fail(sig.takeError());
+  // The GPU's own facts when there is one (and --arch is not given), else the arch's reference device.
+  DeviceFacts dev = DeviceFacts::reference_for(spec->arch);
+  if (no_gpu_reason().empty()) {
+    if (auto ctx = process_context()) {
+      if (!f.arch_given)
+        if (auto arch = device_plan_arch(**ctx)) spec->arch = *arch;
+      dev = device_facts(**ctx);
+    } else {
+      llvm::consumeError(ctx.takeError());
+    }
+  }
+  auto d = dispatch(*spec, *sig ? &**sig : nullptr, dev, f.candidate_given ? f.candidate : -1);
+  if (!d) return fail(d.takeError());
   std::vector<Plan> shown;
   if (all) {
-    shown = *plans;
+    auto plans = plan_candidates(d->plan.spec);
+    if (!plans) return fail(plans.takeError());
+    shown = std::move(*plans);
   } else {
-    auto p = pick_plan(*spec, f.candidate);
-    if (!p) return fail(p.takeError());
-    shown.push_back(std::move(*p));
+    shown.push_back(d->plan);
   }
   if (format == "json") {
     llvm::json::Array arr;
     for (const Plan &p : shown) arr.push_back(to_json(p));
     llvm::json::Value v = all ? llvm::json::Value(std::move(arr)) : std::move(arr[0]);
+    if (auto *o = v.getAsObject()) (*o)["chosen_by"] = d->chosen_by();
     llvm::outs() << llvm::formatv("{0:2}", v) << "\n";
   } else {
     for (size_t i = 0; i < shown.size(); ++i) {
-      if (all) llvm::outs() << "# --candidate=" << i << " (" << i + 1 << " of " << plans->size() << ")\n";
+      if (all) llvm::outs() << "# --candidate=" << i << " (" << i + 1 << " of " << shown.size() << ")\n";
       llvm::outs() << shown[i].str();
     }
+    llvm::outs() << d->chosen_by() << (dev.reference ? " on " + dev.name + " (reference device: no GPU asked)" : " on " + dev.name)
+                 << "\n";
+    if (*sig) llvm::outs() << "matrix    " << (*sig)->key() << "\n";
   }
   return 0;
 }
@@ -135,8 +162,9 @@ int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &ou
   if (out_file.empty()) return fail("-o: an output file is required (-o FILE, or -o - for stdout)");
   auto spec = spec_from_flags(f);
   if (!spec) return fail(spec.takeError());
-  auto p = pick_plan(*spec, f.candidate);
-  if (!p) return fail(p.takeError());
+  auto d = dispatch(*spec, nullptr, DeviceFacts::reference_for(spec->arch), f.candidate_given ? f.candidate : -1);
+  if (!d) return fail(d.takeError());
+  const Plan *p = &d->plan;
   auto src = generate(*p);
   if (!src) return fail(src.takeError());
   std::string bytes;

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "compiler/ir.h"
 #include "compiler/plan.h"
 #include "llvm/Support/Error.h"
+#include "runtime/autotune.h"
 
 namespace magicube::tool {
 
@@ -27,19 +29,28 @@ struct OpFlags {
   bool resident = false;
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
   int candidate = 0;        // index into plan_candidates (0 = best)
+  bool candidate_given = false;
+  uint8_t pinned = kPinAll;  // the knob flags given (OpSpec::pinned): the dispatch chooses the rest
 };
 
 // The validated OpSpec of the flags; the error names the bad flag.
 llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f);
-// Candidate `f.candidate` of plan_candidates(spec); the error names the index and the count.
-llvm::Expected<Plan> pick_plan(const OpSpec &spec, int candidate);
+
+// The matrix signature of the matrix flags (SpMM: --matrix or --m/--k/--sparsity, with --n;
+// SDDMM: the mask's flags with --k), or nullopt when none is given; the error names the flag.
+struct RunArgs;
+llvm::Expected<std::optional<MatrixSignature>> signature_from_flags(const OpSpec &spec, const RunArgs &r);
 
 // Prints "magicube: error: <message>" on stderr; returns 1.
 int fail(llvm::Error e);
 int fail(const llvm::Twine &message);
 
-// plan: --format=text|json, --all for every candidate.
-int cmd_plan(const OpFlags &f, const std::string &format, bool all);
+// plan: the dispatch's choice for the op (on the matrix of `r` when its flags are given:
+// --matrix or --m/--k/--sparsity with --n, or SDDMM's --m/--n/--sparsity with --k), on the
+// GPU when there is one, else on the arch's reference device; prints "chosen by: ...".
+// --format=text|json, --all for every candidate of the chosen knobs.
+struct RunArgs;
+int cmd_plan(const OpFlags &f, const RunArgs &r, const std::string &format, bool all);
 
 // compile: writes the CUDA source, PTX or cubin of the chosen plan to `out_file` ("-" for
 // stdout), for the plan's arch.

@@ -80,16 +80,16 @@ cl::opt<std::string> OutputFlag("o", cl::desc("output file ('-' for stdout)"), c
 // run
 cl::OptionCategory RunCat("Run options");
 cl::opt<std::string> MatrixFlag("matrix", cl::desc("a DLMC .smtx sparsity pattern, dilated by V"),
-                                cl::value_desc("file"), cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+                                cl::value_desc("file"), cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 cl::opt<long long> MFlag("m", cl::desc("rows of a synthetic A (spmm) or mask (sddmm)"), cl::cat(RunCat),
-                         cl::sub(RunCmd), cl::sub(TuneCmd));
+                         cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 cl::opt<long long> KFlag("k", cl::desc("the reduction length: columns of a synthetic A (spmm); A's columns (sddmm)"),
-                         cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+                         cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 cl::opt<double> SparsityFlag("sparsity",
                              cl::desc("fraction of zero vectors per row-block of a synthetic A or mask, [0, 1)"),
-                             cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+                             cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 cl::opt<long long> NFlag("n", cl::desc("columns of B and C (spmm); columns of a synthetic mask (sddmm)"),
-                         cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+                         cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 cl::opt<std::string> LayoutFlag("layout", cl::desc("sddmm output layout: bcrs | srbcrs"), cl::init("bcrs"),
                                 cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<int> StrideFlag("stride", cl::desc("sddmm: vectors per stride of the mask's SR-BCRS (and srbcrs output)"),
@@ -99,7 +99,7 @@ cl::opt<int> RepeatFlag("repeat", cl::desc("timed launches (the median is report
 cl::opt<int> WarmupFlag("warmup", cl::desc("untimed launches before timing"), cl::init(10), cl::cat(RunCat),
                         cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<unsigned long long> SeedFlag("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(RunCat),
-                                     cl::sub(RunCmd), cl::sub(TuneCmd));
+                                     cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 
 // cache
 cl::opt<std::string> CacheAction(cl::Positional, cl::desc("path | stats | clear"), cl::value_desc("action"),
@@ -175,6 +175,13 @@ tool::OpFlags op_flags() {
   f.split = SplitFlag;
   f.resident = ResidentFlag;
   f.candidate = CandidateFlag;
+  f.candidate_given = CandidateFlag.getNumOccurrences() > 0;
+  // Knobs given on the command line are pinned; the dispatch chooses the others.
+  f.pinned = 0;
+  if (BsnFlag.getNumOccurrences()) f.pinned |= kPinBsn;
+  if (NoPrefetchFlag.getNumOccurrences() || StagesFlag.getNumOccurrences()) f.pinned |= kPinPrefetch;
+  if (SplitFlag.getNumOccurrences()) f.pinned |= kPinSplit;
+  if (ResidentFlag.getNumOccurrences()) f.pinned |= kPinResident;
   return f;
 }
 
@@ -222,7 +229,7 @@ tool::TuneArgs tune_args() {
 int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "Magicube JIT: quantized sparse tensor-core kernels\n");
   log().debug("magicube started");
-  if (PlanCmd) return tool::cmd_plan(op_flags(), FormatFlag, AllFlag);
+  if (PlanCmd) return tool::cmd_plan(op_flags(), run_args(), FormatFlag, AllFlag);
   if (CompileCmd) return tool::cmd_compile(op_flags(), EmitFlag, OutputFlag);
   if (RunCmd) return tool::cmd_run(op_flags(), run_args());
   if (TuneCmd) return tool::cmd_tune(op_flags(), tune_args());

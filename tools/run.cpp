@@ -22,9 +22,12 @@
 #include "compiler/planner.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/epilogue.h"
+#include "runtime/autotune.h"
+#include "runtime/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
+#include "runtime/timing.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
@@ -196,11 +199,12 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   if (sddmm) a = random_dense(rng, m * k, spec->lhs);
   std::vector<int64_t> b = random_dense(rng, k * n, spec->rhs);
   // The reduction length the output type must stay exact for.
-  const int64_t reduction = sddmm ? k : sparse->max_block_length();
 
-  auto p = pick_plan(*spec, f.candidate);
-  if (!p) return fail(p.takeError());
-  if (auto e = check_reduction_length(*p, reduction)) return fail(std::move(e));
+  // The plan is the dispatch's (a tuning record, the policy, or the knob flags), for the GPU's
+  // own arch unless --arch is given; checked against the matrix before anything runs.
+  const MatrixSignature sig = sddmm ? sddmm_signature(*sparse, k) : spmm_signature(*sparse, n);
+  const int candidate = f.candidate_given ? f.candidate : -1;
+  if (auto d = dispatch(*spec, &sig, DeviceFacts::reference_for(spec->arch), candidate); !d) return fail(d.takeError());
 
   // ---- the GPU ----
   if (std::string why = no_gpu_reason(); !why.empty()) return no_gpu_exit(why);
@@ -210,20 +214,14 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   if (!f.arch_given) {  // plan for the device's own arch
     auto arch = device_plan_arch(*ctx);
     if (!arch) return fail(arch.takeError());
-    if (*arch != spec->arch) {
-      spec->arch = *arch;
-      p = pick_plan(*spec, f.candidate);
-      if (!p) return fail(p.takeError());
-      if (auto e = check_reduction_length(*p, reduction)) return fail(std::move(e));
-    }
+    spec->arch = *arch;
   }
-  const Plan &plan = *p;
-  auto n_candidates = plan_candidates(plan.spec);
+  auto p = dispatch(*spec, &sig, device_facts(*ctx), candidate);
+  if (!p) return fail(p.takeError());
+  const Plan &plan = p->plan;
   llvm::outs() << "gpu       " << ctx->name() << " (" << arch_name(ctx->compute_capability()) << ", "
                << ctx->sm_count() << " SMs)\n"
-               << "plan      " << to_string(plan.spec) << " (--candidate=" << f.candidate << " of "
-               << (n_candidates ? n_candidates->size() : 0) << ")\n";
-  if (!n_candidates) llvm::consumeError(n_candidates.takeError());
+               << "plan      " << to_string(plan.spec) << " (" << p->chosen_by() << ")\n";
   const int64_t nnz = sparse->num_vectors();
   const int64_t dense_cols = sddmm ? n : k;  // the columns a row-block's vectors are drawn from
   const double density =
@@ -392,33 +390,12 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   }
   llvm::outs().flush();
 
-  // Timed launches, each between its own event pair.
-  for (int i = 0; i < r.warmup; ++i)
-    if (auto e = launch()) return fail(std::move(e));
-  if (auto e = ctx->synchronize()) return fail(std::move(e));
-  std::vector<Event> start, stop;
-  for (int i = 0; i < r.repeat; ++i) {
-    auto e0 = Event::create();
-    if (!e0) return fail(e0.takeError());
-    auto e1 = Event::create();
-    if (!e1) return fail(e1.takeError());
-    start.push_back(std::move(*e0));
-    stop.push_back(std::move(*e1));
-  }
-  for (int i = 0; i < r.repeat; ++i) {
-    if (auto e = start[i].record(nullptr)) return fail(std::move(e));
-    if (auto e = launch()) return fail(std::move(e));
-    if (auto e = stop[i].record(nullptr)) return fail(std::move(e));
-  }
-  if (auto e = ctx->synchronize()) return fail(std::move(e));
-  std::vector<double> ms;
-  for (int i = 0; i < r.repeat; ++i) {
-    auto t = elapsed_ms(start[i], stop[i]);
-    if (!t) return fail(t.takeError());
-    ms.push_back(*t);
-  }
-  std::sort(ms.begin(), ms.end());
-  double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  // Timed launches, the library's way (runtime/timing.h: a filler memset ahead, each launch
+  // between its own event pair), as tune and bench time them.
+  auto timed = time_launches(*ctx, launch, TimingOptions{r.warmup, r.repeat});
+  if (!timed) return fail(timed.takeError());
+  const double median = timed->median_ms;
+  const std::vector<double> ms{timed->min_ms, timed->max_ms};
   // SpMM: each vector meets N columns of B; SDDMM: each vector is a K-long dot product per row.
   double ops = 2.0 * double(nnz) * double(spec->v) * double(sddmm ? k : n);
   double tops = median > 0 ? ops / (median * 1e-3) / 1e12 : 0.0;

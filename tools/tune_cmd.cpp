@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 
 #include "llvm/Support/raw_ostream.h"
+#include "compiler/planner.h"
 #include "runtime/autotune.h"
+#include "runtime/dispatch.h"
 #include "runtime/smtx.h"
 #include "tools/inputs.h"
 
@@ -111,11 +113,15 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   header += fmt::format(" {:>4}  {:<24} {:>10} {:>10} {:>10} {:>8}  {}", "plan", "mma", "median ms", "min ms",
                         "max ms", "TOPS", "kernel");
   llvm::outs() << "\n" << header << "\n";
+  // The untuned default: what the dispatch's policy picks for this matrix (`run` without a record).
   const CandidateTiming *untuned = nullptr;
-  const Knobs base_knobs = knobs_of(*spec);
+  const PolicyChoice policy = policy_spec(*spec, &sig, device_facts(*ctx));
+  auto policy_plan = plan(policy.spec);
+  const std::string policy_id = policy_plan ? plan_id(*policy_plan) : std::string();
+  if (!policy_plan) llvm::consumeError(policy_plan.takeError());
   for (size_t i = 0; i < res->timings.size(); ++i) {
     const CandidateTiming &c = res->timings[i];
-    if (c.candidate.knobs == base_knobs && c.candidate.plan == 0) untuned = &c;
+    if (c.candidate.spec == policy.spec && c.candidate.plan_id == policy_id) untuned = &c;
     std::string line = fmt::format("{:>4}", i);
     for (const KnobInfo &ki : knob_table()) line += fmt::format(" {:>8}", c.candidate.knobs.*ki.field);
     line += fmt::format(" {:>4}  {:<24}", c.candidate.plan, c.candidate.plan_id);
@@ -135,7 +141,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
                << fmt::format("choice    {} ({}): median {:.4f} ms, {:.2f} TOPS\n", ch.candidate.str(),
                               to_string(ch.spec()), ch.median_ms, tops(ch.median_ms));
   if (untuned && untuned->ok && ch.median_ms > 0)
-    llvm::outs() << fmt::format("          {:.2f}x the untuned default ({}: {:.4f} ms)\n",
+    llvm::outs() << fmt::format("          {:.2f}x the untuned default, the policy's choice ({}: {:.4f} ms)\n",
                                 untuned->median_ms / ch.median_ms, untuned->candidate.str(), untuned->median_ms);
   const OpSpec &cs = ch.spec();
   std::string flags = fmt::format("--op={} --lhs={} --rhs={} --v={} --out={}", op_name(cs.op), cs.lhs.str(),

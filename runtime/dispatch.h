@@ -1,0 +1,47 @@
+// The dispatch: the one place that chooses the kernel (plan and knobs) for an op on a matrix
+// and a device. Every caller goes through it: the C++ API (Spmm/Sddmm), `magicube run`,
+// `magicube plan`, `tune` (its untuned default) and `bench`.
+//
+//   1. flags:  every knob pinned (OpSpec::pinned == kPinAll) or a plan candidate named: taken as given;
+//   2. tuned record: nothing pinned and a tuning record exists for (op, GPU, matrix signature,
+//      generator) in the store (runtime/autotune.h): its choice;
+//   3. policy: otherwise runtime/policy.h, keeping whatever knobs are pinned.
+// The chosen plan is checked against the matrix (reduction length, resident slice fits)
+// before anything touches the GPU.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "compiler/plan.h"
+#include "llvm/Support/Error.h"
+#include "runtime/policy.h"
+
+namespace magicube {
+
+class Context;
+class TuneStore;
+struct MatrixSignature;
+
+enum class ChoiceSource { Flags, TunedRecord, Policy };
+
+struct Dispatched {
+  Plan plan;
+  ChoiceSource source = ChoiceSource::Policy;
+  std::string record;  // the tuning record's file (TunedRecord)
+  std::string why;     // the policy's reason, or why a record was not used
+  // "chosen by: tuned record <path>" | "chosen by: policy (<why>)" | "chosen by: flags"
+  std::string chosen_by() const;
+};
+
+// The device facts of a context (its name, SM count), for the policy and the record key.
+DeviceFacts device_facts(const Context &ctx);
+
+// Chooses the plan for `base` on the matrix `sig` (null when unknown: no record, the policy's
+// defaults) on `dev`. `candidate` >= 0 names a plan of plan_candidates (a pin of its own).
+// `store` null: the default tuning store. The error names a bad spec, a candidate out of
+// range, a reduction too long for the output type or a resident slice too large.
+llvm::Expected<Dispatched> dispatch(const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev,
+                                    int candidate = -1, const TuneStore *store = nullptr);
+
+}  // namespace magicube

@@ -1,0 +1,47 @@
+// The library's policy: the kernel knobs (BSn, ring depth, split, resident B) it picks for an
+// op on a matrix and a device when no tuning record exists. Every caller gets it through the
+// dispatch (runtime/dispatch.h); knobs the caller pinned (OpSpec::pinned) are kept.
+//
+// The rules follow from the kernels' cost structure (compiler/launch.h), with the row-length
+// statistics of the matrix (MatrixSignature) and the device's SM count:
+//   - SpMM grid: each thread block runs one row-block x BSn columns; wide tiles (BSn 256:
+//     more mma tiles per gathered index) while every SM still gets two blocks, narrow ones
+//     (64) when 128-column tiles would leave SMs idle.
+//   - split 2: rows of 16+ strides on grids that leave SMs short of warps; two warp groups
+//     share a row-block's strides.
+//   - resident B: one 8-bit B plane and rows of 4+ strides on a grid of 16+ slices per SM:
+//     B crosses L2 once per block instead of once per vector; 48-column slices (three mma
+//     tiles per stride) when each SM runs 800+ strides, else 32; only while the slice fits
+//     shared memory, and two lhs groups only with an int32 output (more accumulators spill).
+//   - short rows (8 or fewer strides) of 8-bit B on wide grids: a 2-deep ring (a deeper one
+//     holds strides the row-block does not have and costs blocks per SM).
+//   - SDDMM: 128 vectors per block when both operands are one byte plane, else 64.
+// The measurements behind each threshold are in bench/NOTES.md (H100, 2026-11-22).
+#pragma once
+
+#include <string>
+
+#include "compiler/ir.h"
+
+namespace magicube {
+
+struct MatrixSignature;
+
+// What the policy and the tuning records need to know of a device.
+struct DeviceFacts {
+  std::string name;  // tuning records are per GPU name, e.g. "NVIDIA H100 80GB HBM3"
+  int sm_count = 0;
+  bool reference = false;  // no GPU was asked: the arch's reference device (compiler/arch.h)
+  static DeviceFacts reference_for(int arch);
+};
+
+struct PolicyChoice {
+  OpSpec spec;      // the base spec with every knob set (pinned = kPinAll)
+  std::string why;  // one line, e.g. "resident B, 48-column slices: 8.2 strides a row-block, 1764 strides an SM"
+};
+
+// The knobs for `base` on a matrix with signature `sig` (null: no matrix known, the defaults
+// for the op) on `dev`. Pinned knobs stay as the base has them.
+PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev);
+
+}  // namespace magicube
