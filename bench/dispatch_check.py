@@ -8,7 +8,7 @@ type and the matrix flags), and writes a side-by-side table: the benchmark's pla
 through the library's one dispatch, so the plans must agree; the times are medians of two
 processes on the same GPU.
 
-Usage: dispatch_check.py MAGICUBE RESULTS_CSV DLMC_DIR OUT_MD [--v=8] [--repeat=20]
+Usage: dispatch_check.py MAGICUBE RESULTS_CSV DLMC_DIR OUT_MD [--v=8] [--repeat=20] [--sparsities=0.7,0.9,0.98]
 """
 import csv
 import re
@@ -40,9 +40,12 @@ def main():
     magicube, results, dlmc_dir, out_md = args
     want_v = opts.get("v", "8")
     repeat = opts.get("repeat", "20")
+    sparsities = opts.get("sparsities")  # synthetic rows only at these, e.g. 0.7,0.9,0.98
+    keep = set(float(x) for x in sparsities.split(",")) if sparsities else None
     rows = [r for r in csv.DictReader(open(results))
             if r["contender"] == "magicube-jit" and r["status"] == "ok" and r["v"] == want_v
-            and r["precision"] in TYPES]
+            and r["precision"] in TYPES
+            and (keep is None or r["source"] == "dlmc" or float(r["sparsity"]) in keep)]
     lines = ["| source | matrix | op | precision | N or K | bench plan | bench ms | run plan | chosen by | run ms | run / bench |",
              "| --- | --- | --- | --- | ---: | --- | ---: | --- | --- | ---: | ---: |"]
     ratios, same, worst = [], 0, (0, "")
