@@ -502,7 +502,7 @@ llvm::Error Suite::init() {
                     : "warm (inputs stay L2-resident where they fit, as in h100.md's measurements)");
   info.notes.push_back(cfg_.tune ? "Ours: every problem autotuned first (--tune), then its stored choice timed"
                                  : "Ours: the stored autotuning choice where one exists for the problem (`magicube "
-                                   "tune`, or `bench --tune`), else the planner's best plan");
+                                   "tune`, or `bench --tune`), else the library's policy (runtime/policy.h), through the dispatch that magicube run and the API use");
   return llvm::Error::success();
 }
 
