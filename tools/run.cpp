@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "cache/compile_cache.h"
+#include "jit/compile_cache.h"
 #include "compiler/planner.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/epilogue.h"

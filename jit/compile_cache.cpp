@@ -1,8 +1,8 @@
-#include "cache/compile_cache.h"
+#include "jit/compile_cache.h"
 
 #include <memory>
 
-#include "cache/nvrtc.h"
+#include "jit/nvrtc.h"
 #include "compiler/log.h"
 
 namespace magicube {

@@ -1,4 +1,4 @@
-#include "cache/nvrtc.h"
+#include "jit/nvrtc.h"
 
 #include <chrono>
 #include <cstdlib>
