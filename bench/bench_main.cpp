@@ -25,7 +25,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/cuda_driver.h"
-#include "compiler/log.h"
+#include "support/log.h"
 
 #ifndef MAGICUBE_SOURCE_DIR
 #define MAGICUBE_SOURCE_DIR ""

@@ -18,7 +18,6 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -27,7 +26,6 @@
 #include "cache/cache_key.h"
 #include "cache/disk_cache.h"
 #include "compiler/codegen.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
 #include "jit/nvrtc.h"
 #include "llvm/Support/FileSystem.h"
@@ -35,6 +33,8 @@
 #include "runtime/autotune.h"
 #include "runtime/kernel.h"
 #include "runtime/smtx.h"
+#include "support/log.h"
+#include "support/parallel.h"
 
 namespace magicube::bench {
 
@@ -162,21 +162,9 @@ std::vector<int64_t> blocks_to_check(int64_t nb, double total_cost) {
   return all;
 }
 
-// Runs fn(block) over `blocks` on the host's cores.
+// Runs fn(block) over `blocks` on the host's cores (at most 64 threads).
 void parallel_blocks(const std::vector<int64_t> &blocks, const std::function<void(int64_t)> &fn) {
-  int64_t threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 64);
-  threads = std::min<int64_t>(threads, int64_t(blocks.size()));
-  if (threads <= 1) {
-    for (int64_t b : blocks) fn(b);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < blocks.size();) fn(blocks[i]);
-    });
-  for (auto &th : pool) th.join();
+  parallel_for(blocks.size(), [&](size_t i) { fn(blocks[i]); }, std::min(64u, hardware_threads()));
 }
 
 struct Mismatch {

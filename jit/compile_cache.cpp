@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "jit/nvrtc.h"
-#include "compiler/log.h"
+#include "support/log.h"
 
 namespace magicube {
 

@@ -7,8 +7,8 @@
 
 #include <nvrtc.h>
 
-#include "compiler/log.h"
 #include "llvm/ADT/StringRef.h"
+#include "support/log.h"
 
 namespace magicube {
 namespace {

@@ -1,7 +1,6 @@
 #include "runtime/autotune.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -9,7 +8,6 @@
 #include <functional>
 #include <random>
 #include <set>
-#include <thread>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,7 +16,6 @@
 
 #include "cache/disk_cache.h"
 #include "compiler/codegen.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -27,6 +24,8 @@
 #include "runtime/epilogue.h"
 #include "runtime/packing.h"
 #include "runtime/reference.h"
+#include "support/log.h"
+#include "support/parallel.h"
 
 namespace magicube {
 
@@ -756,31 +755,25 @@ class SddmmWorkload : public Workload {
 // cache, so Kernel::get finds the cubins); the error text of each plan that fails ("" if none).
 std::vector<std::string> precompile(const Context &ctx, const std::vector<Enumerated> &cands, int threads) {
   std::vector<std::string> errors(cands.size());
-  std::atomic<size_t> next{0};
-  unsigned n = threads > 0 ? unsigned(threads) : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  n = std::min<unsigned>(n, unsigned(std::max<size_t>(1, cands.size())));
   const int cc = ctx.compute_capability();
-  auto work = [&] {
-    for (size_t i; (i = next++) < cands.size();) {
-      const Plan &p = cands[i].plan;
-      auto arch = target_arch(p, cc);
-      if (!arch) {
-        errors[i] = llvm::toString(arch.takeError());
-        continue;
-      }
-      auto src = generate(p);
-      if (!src) {
-        errors[i] = "codegen: " + llvm::toString(src.takeError());
-        continue;
-      }
-      auto cubin = kernel_cubin(p, *src, *arch);
-      if (!cubin) errors[i] = "compile: " + llvm::toString(cubin.takeError());
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto &t : pool) t.join();
+  parallel_for(
+      cands.size(),
+      [&](size_t i) {
+        const Plan &p = cands[i].plan;
+        auto arch = target_arch(p, cc);
+        if (!arch) {
+          errors[i] = llvm::toString(arch.takeError());
+          return;
+        }
+        auto src = generate(p);
+        if (!src) {
+          errors[i] = "codegen: " + llvm::toString(src.takeError());
+          return;
+        }
+        auto cubin = kernel_cubin(p, *src, *arch);
+        if (!cubin) errors[i] = "compile: " + llvm::toString(cubin.takeError());
+      },
+      threads > 0 ? unsigned(threads) : std::min(16u, hardware_threads()));
   return errors;
 }
 

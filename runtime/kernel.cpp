@@ -10,10 +10,10 @@
 
 #include "cache/cache_key.h"
 #include "cache/memory_cache.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
 #include "jit/compile_cache.h"
 #include "jit/nvrtc.h"
+#include "support/log.h"
 
 namespace magicube {
 

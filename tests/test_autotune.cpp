@@ -18,14 +18,14 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "compiler/codegen.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "runtime/autotune.h"
 #include "runtime/reference.h"
-#include "tests/gpu/gpu_env.h"
+#include "support/log.h"
 #include "tests/cli_util.h"
+#include "tests/gpu/gpu_env.h"
 #include "tests/gpu/gpu_run.h"
 
 

@@ -20,11 +20,11 @@
 #include "cache/cache_key.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
-#include "compiler/log.h"
 #include "jit/compile_cache.h"
 #include "jit/nvrtc.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "support/log.h"
 
 using namespace magicube;
 

@@ -24,12 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "compiler/log.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include "support/log.h"
 #include "tools/commands.h"
 #include "tools/tune_cmd.h"
 
