@@ -1,16 +1,11 @@
 #include "runtime/autotune.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <ctime>
 #include <functional>
 #include <random>
 #include <set>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -24,6 +19,7 @@
 #include "runtime/epilogue.h"
 #include "runtime/packing.h"
 #include "runtime/reference.h"
+#include "support/atomic_file.h"
 #include "support/log.h"
 #include "support/parallel.h"
 
@@ -510,36 +506,7 @@ llvm::Error TuneStore::save(const TuneRecord &r) const {
   std::string text;
   llvm::raw_string_ostream(text) << llvm::formatv("{0:2}", to_json(r)) << "\n";
 
-  static thread_local std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(getpid()) << 32)};
-  std::string tmp;
-  int fd = -1, e = 0;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    tmp = file + ".tmp." + std::to_string(getpid()) + "." + fmt::format("{:016x}", rng());
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    e = fd < 0 ? errno : 0;
-    if (fd < 0 && e != EEXIST) break;
-  }
-  if (fd < 0) return err("cannot create a temp file for tuning record " + file + ": " + std::strerror(e));
-  const char *step = nullptr;
-  for (size_t done = 0; done < text.size() && !step;) {
-    ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) step = "write", e = errno;
-    else done += size_t(w);
-  }
-  if (!step && ::fsync(fd) != 0) step = "fsync", e = errno;
-  if (::close(fd) != 0 && !step) step = "close", e = errno;
-  if (!step && ::rename(tmp.c_str(), file.c_str()) != 0) step = "rename", e = errno;
-  if (step) {
-    ::unlink(tmp.c_str());
-    return err("cannot write tuning record " + file + ": " + step + " of " + tmp + " failed: " + std::strerror(e));
-  }
-  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // make the rename durable
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return llvm::Error::success();
+  return write_file_atomic(file, text, "tuning record");
 }
 
 // ---- tuning ------------------------------------------------------------------------------

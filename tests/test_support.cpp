@@ -1,12 +1,18 @@
-// support/: parallel_for.
+// support/: parallel_for, write_file_atomic.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "support/atomic_file.h"
 #include "support/parallel.h"
 
 using namespace magicube;
@@ -44,6 +50,71 @@ TEST(Parallel, NoMoreThreadsThanAskedFor) {
   EXPECT_GE(ids.size(), 1u);
   EXPECT_LE(ids.size(), 3u);
   EXPECT_GE(hardware_threads(), 1u);
+}
+
+// ---- write_file_atomic -----------------------------------------------------------------
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    llvm::SmallString<128> p;
+    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("magicube-support-test", p));
+    path = std::string(p.str());
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec; it.increment(ec))
+      out.push_back(llvm::sys::path::filename(it->path()).str());
+    return out;
+  }
+};
+
+std::string read(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  return buf ? (*buf)->getBuffer().str() : "<unreadable>";
+}
+
+TEST(AtomicFile, CreatesAndReplacesLeavingNoTempFile) {
+  TempDir tmp;
+  const std::string f = tmp.path + "/record.json";
+  ASSERT_FALSE(bool(write_file_atomic(f, "first", "record")));
+  EXPECT_EQ(read(f), "first");
+  ASSERT_FALSE(bool(write_file_atomic(f, std::string(100000, 'x'), "record")));
+  EXPECT_EQ(read(f), std::string(100000, 'x'));
+  ASSERT_FALSE(bool(write_file_atomic(f, "", "record")));
+  EXPECT_EQ(read(f), "");
+  EXPECT_EQ(tmp.names(), std::vector<std::string>{"record.json"});
+  llvm::sys::fs::file_status st;
+  ASSERT_FALSE(bool(llvm::sys::fs::status(f, st)));
+  EXPECT_EQ(st.permissions() & 0777, 0600);
+}
+
+TEST(AtomicFile, ConcurrentWritersAllSucceedAndOneWins) {
+  TempDir tmp;
+  const std::string f = tmp.path + "/entry";
+  std::atomic<int> failures{0};
+  parallel_for(16, [&](size_t i) {
+    if (llvm::Error e = write_file_atomic(f, std::string(4096, char('a' + i)), "entry")) {
+      llvm::consumeError(std::move(e));
+      ++failures;
+    }
+  }, 8);
+  EXPECT_EQ(failures.load(), 0);
+  std::string got = read(f);
+  ASSERT_EQ(got.size(), 4096u);
+  EXPECT_EQ(got, std::string(4096, got[0]));
+  EXPECT_EQ(tmp.names(), std::vector<std::string>{"entry"});
+}
+
+TEST(AtomicFile, ErrorNamesWhatAndPath) {
+  TempDir tmp;
+  const std::string f = tmp.path + "/no/such/dir/record.json";
+  llvm::Error e = write_file_atomic(f, "x", "tuning record");
+  ASSERT_TRUE(bool(e));
+  std::string msg = llvm::toString(std::move(e));
+  EXPECT_EQ(msg.rfind("cannot create a temp file for tuning record " + f + ": ", 0), 0u) << msg;
 }
 
 }  // namespace
