@@ -33,6 +33,7 @@
 #include "runtime/autotune.h"
 #include "runtime/kernel.h"
 #include "runtime/smtx.h"
+#include "support/hash.h"
 #include "support/log.h"
 #include "support/parallel.h"
 
@@ -66,16 +67,10 @@ double median(std::vector<double> v) {
 
 std::string sp_str(double s) { return fmt::format("{:g}", s); }
 
+// A seed made of two (support/hash.h).
 uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t x = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  return x ^ (x >> 29);
-}
-uint64_t hash_str(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
+  const int64_t w[2] = {int64_t(a), int64_t(b)};
+  return hash64(w);
 }
 
 // Uniform in t's range; and without 0.
@@ -883,7 +878,7 @@ void Suite::synthetic() {
         vendors(pb, n, label);
         for (const Precision &p : cfg_.spmm_precisions) {
           progress_.step("synthetic", label + " " + p.name);
-          uint64_t seed = seeded(mix(hash_str(pb.matrix + p.name), uint64_t(v * 100000 + n)));
+          uint64_t seed = seeded(mix(hash64(pb.matrix + p.name), uint64_t(v * 100000 + n)));
           fill_values(a, p.lhs, seed);
           ours_spmm(pb, a, p, n, seed);
         }
@@ -901,7 +896,7 @@ void Suite::small() {
     vendors(pb, cfg_.small_n, label);
     for (const Precision &p : cfg_.spmm_precisions) {
       progress_.step("small", label + " " + p.name);
-      uint64_t seed = seeded(mix(hash_str(pb.matrix + p.name), 7));
+      uint64_t seed = seeded(mix(hash64(pb.matrix + p.name), 7));
       fill_values(a, p.lhs, seed);
       ours_spmm(pb, a, p, cfg_.small_n, seed);
     }
@@ -919,7 +914,7 @@ void Suite::sddmm() {
       for (const Precision &p : cfg_.sddmm_precisions)
         for (int64_t k : cfg_.sddmm_ks) {
           progress_.step("sddmm", fmt::format("V={} s={} K={} {}", v, sp_str(s), k, p.name));
-          ours_sddmm(pb, mask, p, k, seeded(mix(hash_str(pb.matrix + p.name), uint64_t(k))));
+          ours_sddmm(pb, mask, p, k, seeded(mix(hash64(pb.matrix + p.name), uint64_t(k))));
         }
     }
 }
@@ -958,7 +953,7 @@ void Suite::dlmc(const std::vector<DlmcFile> &files) {
         vendors(pb, n, label);
         for (const Precision &p : cfg_.spmm_precisions) {
           progress_.step("dlmc", label + " " + p.name);
-          uint64_t seed = seeded(mix(hash_str(f.id + p.name), uint64_t(v * 100000 + n)));
+          uint64_t seed = seeded(mix(hash64(f.id + p.name), uint64_t(v * 100000 + n)));
           fill_values(a, p.lhs, seed);
           ours_spmm(pb, a, p, n, seed);
         }

@@ -14,13 +14,13 @@
 #include <unistd.h>
 
 #include "support/atomic_file.h"
+#include "support/hash.h"
 #include "support/log.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SHA256.h"
 
 namespace magicube {
 namespace {
@@ -36,12 +36,6 @@ llvm::Error make_error(const std::string &msg) {
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-std::string sha256(const std::string &data) {
-  llvm::SHA256 h;
-  h.update(llvm::StringRef(data));
-  return h.final().str();
-}
 
 std::string join(const std::string &dir, const std::string &name) {
   llvm::SmallString<256> p(dir);

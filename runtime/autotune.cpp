@@ -20,6 +20,7 @@
 #include "runtime/packing.h"
 #include "runtime/reference.h"
 #include "support/atomic_file.h"
+#include "support/hash.h"
 #include "support/log.h"
 #include "support/parallel.h"
 
@@ -30,15 +31,6 @@ namespace {
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
 constexpr const char *kRecordFormat = "magicube-tuning-1";
-
-uint64_t fnv1a(llvm::StringRef s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // ---- JSON field readers: the error names the field ----
 llvm::Expected<const llvm::json::Object *> object(const llvm::json::Value &v, llvm::StringRef what) {
@@ -302,7 +294,7 @@ llvm::Expected<MatrixSignature> signature_from_json(const llvm::json::Value &v) 
 
 std::string TuneKey::str() const { return op + "|" + gpu + "|" + signature + "|" + generator; }
 
-std::string TuneKey::file_name() const { return op + "." + fmt::format("{:016x}", fnv1a(str())) + ".json"; }
+std::string TuneKey::file_name() const { return op + "." + fmt::format("{:016x}", hash64(str())) + ".json"; }
 
 TuneKey make_tune_key(const OpSpec &base, llvm::StringRef gpu, const MatrixSignature &sig) {
   return TuneKey{to_string(with_knobs(base, Knobs{})), gpu.str(), sig.key(), kGeneratorVersion};

@@ -1,4 +1,4 @@
-// support/: parallel_for, write_file_atomic.
+// support/: parallel_for, write_file_atomic, the hashes.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "support/atomic_file.h"
+#include "support/hash.h"
 #include "support/parallel.h"
 
 using namespace magicube;
@@ -115,6 +116,28 @@ TEST(AtomicFile, ErrorNamesWhatAndPath) {
   ASSERT_TRUE(bool(e));
   std::string msg = llvm::toString(std::move(e));
   EXPECT_EQ(msg.rfind("cannot create a temp file for tuning record " + f + ": ", 0), 0u) << msg;
+}
+
+// ---- hashes ------------------------------------------------------------------------------
+
+TEST(Hash, Hash64IsXxHash64AndPinned) {
+  // xxHash64 (seed 0) of "" and of "abc": the published test vectors.
+  EXPECT_EQ(hash64(llvm::StringRef("")), 0xef46db3751d8e999ull);
+  EXPECT_EQ(hash64(llvm::StringRef("abc")), 0x44bc2cf5ad770999ull);
+  const int64_t w[2] = {1, 2}, v[2] = {2, 1};
+  EXPECT_EQ(hash64(w), hash64(w));
+  EXPECT_NE(hash64(w), hash64(v));
+  EXPECT_EQ(hash64(llvm::ArrayRef<int64_t>(w)),
+            hash64(llvm::StringRef(reinterpret_cast<const char *>(w), sizeof w)));  // the words' bytes
+}
+
+TEST(Hash, Sha256AndHex) {
+  EXPECT_EQ(to_hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(to_hex(sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(to_hex(std::string("\x00\x0f\xf0\xff", 4)), "000ff0ff");
+  // Fields are length-prefixed (8 bytes, little-endian): "ab"+"c" differs from "a"+"bc".
+  EXPECT_NE(sha256_fields({"ab", "c"}), sha256_fields({"a", "bc"}));
+  EXPECT_EQ(sha256_fields({"abc"}), sha256(std::string("\x03\0\0\0\0\0\0\0abc", 11)));
 }
 
 }  // namespace
