@@ -33,6 +33,7 @@
 #include "runtime/autotune.h"
 #include "runtime/kernel.h"
 #include "runtime/smtx.h"
+#include "runtime/synthetic.h"
 #include "support/hash.h"
 #include "support/log.h"
 #include "support/parallel.h"
@@ -73,57 +74,23 @@ uint64_t mix(uint64_t a, uint64_t b) {
   return hash64(w);
 }
 
-// Uniform in t's range; and without 0.
-int64_t draw(std::mt19937_64 &rng, const ElemType &t) {
-  return t.min_value() + int64_t(rng() % uint64_t(t.max_value() - t.min_value() + 1));
-}
-int64_t draw_nonzero(std::mt19937_64 &rng, const ElemType &t) {
-  for (;;)
-    if (int64_t x = draw(rng, t)) return x;
-}
-
-// A rows x cols vector-sparse pattern: every row-block holds round((1 - sparsity) * cols)
-// vectors at distinct uniformly random columns (as `magicube run` and h100.md's
-// measurements). Values are left for fill_values.
+// The synthetic inputs (runtime/synthetic.h), each from its own seed.
+// A rows x cols pattern of uniform vector sparsity (as `magicube run` and h100.md's
+// measurements); values are left for fill_values.
 VectorSparse uniform_pattern(int64_t rows, int64_t cols, int v, double sparsity, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  VectorSparse a;
-  a.rows = rows;
-  a.cols = cols;
-  a.v = v;
-  int64_t nb = (rows + v - 1) / v;
-  int64_t per = std::clamp<int64_t>(std::llround((1.0 - sparsity) * double(cols)), 0, cols);
-  std::vector<int32_t> all(cols), pick(per);
-  for (int64_t c = 0; c < cols; ++c) all[c] = int32_t(c);
-  a.block_ptr.reserve(nb + 1);
-  a.block_ptr.push_back(0);
-  a.col.reserve(nb * per);
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int64_t i = 0; i < per; ++i) std::swap(all[i], all[i + int64_t(rng() % uint64_t(cols - i))]);
-    std::copy(all.begin(), all.begin() + per, pick.begin());
-    std::sort(pick.begin(), pick.end());
-    a.col.insert(a.col.end(), pick.begin(), pick.end());
-    a.block_ptr.push_back(int64_t(a.col.size()));
-  }
-  return a;
+  return synthetic_sparse(rng, rows, cols, sparsity, v);
 }
 
 // Nonzero values of `t` in every vector row inside the matrix; 0 past its last row.
 void fill_values(VectorSparse &a, const ElemType &t, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  a.values.assign(size_t(a.num_vectors()) * a.v, 0);
-  for (int64_t b = 0; b < a.num_blocks(); ++b)
-    for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i)
-      for (int r = 0; r < a.v; ++r)
-        if (b * a.v + r < a.rows) a.values[size_t(i * a.v + r)] = draw_nonzero(rng, t);
+  fill_nonzero(a, t, rng);
 }
 
 std::vector<int64_t> random_dense(int64_t count, const ElemType &t, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t &x : v) x = draw(rng, t);
-  if (!v.empty() && std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; })) v[0] = t.max_value();
-  return v;
+  return magicube::random_dense(rng, count, t);
 }
 
 VectorPattern to_pattern(const VectorSparse &a) {
