@@ -1,4 +1,4 @@
-// The magicube command-line tool. The only place with llvm::cl options; the subcommands
+// The magicube command-line tool. With bench/bench_main.cpp the only place with llvm::cl options; the subcommands
 // themselves are in commands.cpp and run.cpp (tools/commands.h), free of llvm::cl.
 //
 //   magicube plan    <op flags> [--candidate=I] [--format=text|json] [--all]
