@@ -12,7 +12,7 @@
 #include <cublas_v2.h>
 #include <cusparse.h>
 
-#include "compiler/log.h"
+#include "support/log.h"
 
 namespace magicube::bench {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bench/baselines.h"
-#include "compiler/log.h"
+#include "support/log.h"
 
 using namespace magicube::bench;
 

@@ -1,4 +1,4 @@
-// `magicube bench`, the parts that need no GPU: the options and what they expand to, the
+// magicube-bench, the parts that need no GPU: the options and what they expand to, the
 // result rows and their CSV form, the published Magicube H100 times, geomeans, the
 // summary.md text and the progress line. bench_suite.h runs the contenders on the GPU.
 #pragma once
@@ -55,7 +55,7 @@ std::vector<Precision> default_sddmm_precisions();
 
 // ---- options -------------------------------------------------------------------------------
 
-// What `magicube bench` was asked for (filled from the command line by tools/).
+// What magicube-bench was asked for (filled from the command line by bench/bench_main.cpp).
 struct BenchOptions {
   std::string out_dir = "magicube-bench";
   std::string dlmc;          // a folder tree of .smtx files or the DLMC .tar.gz; "" = look for the archive

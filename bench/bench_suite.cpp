@@ -18,7 +18,6 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -26,16 +25,19 @@
 #include "bench/timing.h"
 #include "cache/cache_key.h"
 #include "cache/disk_cache.h"
-#include "cache/nvrtc.h"
 #include "compiler/codegen.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
+#include "jit/nvrtc.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "runtime/autotune.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/smtx.h"
+#include "runtime/synthetic.h"
+#include "support/hash.h"
+#include "support/log.h"
+#include "support/parallel.h"
 
 namespace magicube::bench {
 
@@ -67,69 +69,29 @@ double median(std::vector<double> v) {
 
 std::string sp_str(double s) { return fmt::format("{:g}", s); }
 
+// A seed made of two (support/hash.h).
 uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t x = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  return x ^ (x >> 29);
-}
-uint64_t hash_str(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
+  const int64_t w[2] = {int64_t(a), int64_t(b)};
+  return hash64(w);
 }
 
-// Uniform in t's range; and without 0.
-int64_t draw(std::mt19937_64 &rng, const ElemType &t) {
-  return t.min_value() + int64_t(rng() % uint64_t(t.max_value() - t.min_value() + 1));
-}
-int64_t draw_nonzero(std::mt19937_64 &rng, const ElemType &t) {
-  for (;;)
-    if (int64_t x = draw(rng, t)) return x;
-}
-
-// A rows x cols vector-sparse pattern: every row-block holds round((1 - sparsity) * cols)
-// vectors at distinct uniformly random columns (as `magicube run` and h100.md's
-// measurements). Values are left for fill_values.
+// The synthetic inputs (runtime/synthetic.h), each from its own seed.
+// A rows x cols pattern of uniform vector sparsity (as `magicube run` and h100.md's
+// measurements); values are left for fill_values.
 VectorSparse uniform_pattern(int64_t rows, int64_t cols, int v, double sparsity, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  VectorSparse a;
-  a.rows = rows;
-  a.cols = cols;
-  a.v = v;
-  int64_t nb = (rows + v - 1) / v;
-  int64_t per = std::clamp<int64_t>(std::llround((1.0 - sparsity) * double(cols)), 0, cols);
-  std::vector<int32_t> all(cols), pick(per);
-  for (int64_t c = 0; c < cols; ++c) all[c] = int32_t(c);
-  a.block_ptr.reserve(nb + 1);
-  a.block_ptr.push_back(0);
-  a.col.reserve(nb * per);
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int64_t i = 0; i < per; ++i) std::swap(all[i], all[i + int64_t(rng() % uint64_t(cols - i))]);
-    std::copy(all.begin(), all.begin() + per, pick.begin());
-    std::sort(pick.begin(), pick.end());
-    a.col.insert(a.col.end(), pick.begin(), pick.end());
-    a.block_ptr.push_back(int64_t(a.col.size()));
-  }
-  return a;
+  return synthetic_sparse(rng, rows, cols, sparsity, v);
 }
 
 // Nonzero values of `t` in every vector row inside the matrix; 0 past its last row.
 void fill_values(VectorSparse &a, const ElemType &t, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  a.values.assign(size_t(a.num_vectors()) * a.v, 0);
-  for (int64_t b = 0; b < a.num_blocks(); ++b)
-    for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i)
-      for (int r = 0; r < a.v; ++r)
-        if (b * a.v + r < a.rows) a.values[size_t(i * a.v + r)] = draw_nonzero(rng, t);
+  fill_nonzero(a, t, rng);
 }
 
 std::vector<int64_t> random_dense(int64_t count, const ElemType &t, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t &x : v) x = draw(rng, t);
-  if (!v.empty() && std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; })) v[0] = t.max_value();
-  return v;
+  return magicube::random_dense(rng, count, t);
 }
 
 VectorPattern to_pattern(const VectorSparse &a) {
@@ -163,21 +125,9 @@ std::vector<int64_t> blocks_to_check(int64_t nb, double total_cost) {
   return all;
 }
 
-// Runs fn(block) over `blocks` on the host's cores.
+// Runs fn(block) over `blocks` on the host's cores (at most 64 threads).
 void parallel_blocks(const std::vector<int64_t> &blocks, const std::function<void(int64_t)> &fn) {
-  int64_t threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 64);
-  threads = std::min<int64_t>(threads, int64_t(blocks.size()));
-  if (threads <= 1) {
-    for (int64_t b : blocks) fn(b);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < blocks.size();) fn(blocks[i]);
-    });
-  for (auto &th : pool) th.join();
+  parallel_for(blocks.size(), [&](size_t i) { fn(blocks[i]); }, std::min(64u, hardware_threads()));
 }
 
 struct Mismatch {
@@ -799,7 +749,7 @@ void Suite::synthetic() {
         vendors(pb, n, label);
         for (const Precision &p : cfg_.spmm_precisions) {
           progress_.step("synthetic", label + " " + p.name);
-          uint64_t seed = seeded(mix(hash_str(pb.matrix + p.name), uint64_t(v * 100000 + n)));
+          uint64_t seed = seeded(mix(hash64(pb.matrix + p.name), uint64_t(v * 100000 + n)));
           fill_values(a, p.lhs, seed);
           ours_spmm(pb, a, p, n, seed);
         }
@@ -817,7 +767,7 @@ void Suite::small() {
     vendors(pb, cfg_.small_n, label);
     for (const Precision &p : cfg_.spmm_precisions) {
       progress_.step("small", label + " " + p.name);
-      uint64_t seed = seeded(mix(hash_str(pb.matrix + p.name), 7));
+      uint64_t seed = seeded(mix(hash64(pb.matrix + p.name), 7));
       fill_values(a, p.lhs, seed);
       ours_spmm(pb, a, p, cfg_.small_n, seed);
     }
@@ -835,7 +785,7 @@ void Suite::sddmm() {
       for (const Precision &p : cfg_.sddmm_precisions)
         for (int64_t k : cfg_.sddmm_ks) {
           progress_.step("sddmm", fmt::format("V={} s={} K={} {}", v, sp_str(s), k, p.name));
-          ours_sddmm(pb, mask, p, k, seeded(mix(hash_str(pb.matrix + p.name), uint64_t(k))));
+          ours_sddmm(pb, mask, p, k, seeded(mix(hash64(pb.matrix + p.name), uint64_t(k))));
         }
     }
 }
@@ -874,7 +824,7 @@ void Suite::dlmc(const std::vector<DlmcFile> &files) {
         vendors(pb, n, label);
         for (const Precision &p : cfg_.spmm_precisions) {
           progress_.step("dlmc", label + " " + p.name);
-          uint64_t seed = seeded(mix(hash_str(f.id + p.name), uint64_t(v * 100000 + n)));
+          uint64_t seed = seeded(mix(hash64(f.id + p.name), uint64_t(v * 100000 + n)));
           fill_values(a, p.lhs, seed);
           ours_spmm(pb, a, p, n, seed);
         }

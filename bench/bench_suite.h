@@ -1,4 +1,4 @@
-// `magicube bench` on the GPU: builds the matrices (synthetic, small, DLMC, SDDMM masks),
+// magicube-bench on the GPU: builds the matrices (synthetic, small, DLMC, SDDMM masks),
 // runs our kernels and the vendor contenders on the same matrices and N, checks ours against
 // the CPU reference on the first run, times everyone the same way (bench/timing.h) and
 // measures the JIT costs. A contender that fails becomes a row with an error note; the run
@@ -19,7 +19,7 @@ struct BenchOutput {
   JitCosts jit;
 };
 
-// The DLMC archive where `magicube bench` looks when --dlmc is not given: the current
+// The DLMC archive where magicube-bench looks when --dlmc is not given: the current
 // directory, .carry/, shared/data/ and ../shared/data/ (relative to the current directory and
 // to the repository holding the executable). Empty when none is there.
 std::string find_default_dlmc(const std::string &exe_path);

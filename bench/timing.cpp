@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "compiler/log.h"
+#include "support/log.h"
 
 namespace magicube::bench {
 

@@ -1,34 +1,8 @@
 #include "cache/cache_key.h"
 
-#include <cstdint>
-
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/SHA256.h"
+#include "support/hash.h"
 
 namespace magicube {
-namespace {
-
-void add_field(llvm::SHA256 &h, const std::string &field) {
-  uint8_t len[8];
-  uint64_t n = field.size();
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));  // little-endian
-  h.update(llvm::ArrayRef<uint8_t>(len, 8));
-  h.update(llvm::StringRef(field));
-}
-
-}  // namespace
-
-std::string to_hex(const std::string &bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
 
 bool is_key_hex(const std::string &s) {
   if (s.size() != 64) return false;
@@ -39,14 +13,8 @@ bool is_key_hex(const std::string &s) {
 
 CacheKey make_cache_key(const std::string &generator_version, const std::string &canonical_ir,
                         const std::string &options, int arch, const std::string &nvrtc_version) {
-  llvm::SHA256 h;
-  add_field(h, "magicube-cache-key-v1");
-  add_field(h, generator_version);
-  add_field(h, canonical_ir);
-  add_field(h, options);
-  add_field(h, std::to_string(arch));
-  add_field(h, nvrtc_version);
-  return CacheKey{to_hex(h.final().str())};
+  return CacheKey{to_hex(sha256_fields(
+      {"magicube-cache-key-v1", generator_version, canonical_ir, options, std::to_string(arch), nvrtc_version}))};
 }
 
 }  // namespace magicube

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "support/hash.h"  // to_hex
+
 namespace magicube {
 
 struct CacheKey {
@@ -14,9 +16,6 @@ struct CacheKey {
 // different field tuples hash the same bytes ("ab"+"c" vs "a"+"bc").
 CacheKey make_cache_key(const std::string &generator_version, const std::string &canonical_ir,
                         const std::string &options, int arch, const std::string &nvrtc_version);
-
-// Lowercase hex of raw bytes (e.g. a SHA-256 digest).
-std::string to_hex(const std::string &bytes);
 
 // True if `s` is 64 lowercase hex digits.
 bool is_key_hex(const std::string &s);

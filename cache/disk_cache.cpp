@@ -13,20 +13,21 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "compiler/log.h"
+#include "support/atomic_file.h"
+#include "support/hash.h"
+#include "support/log.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SHA256.h"
 
 namespace magicube {
 namespace {
 
 constexpr char kMagic[6] = {'M', 'C', 'U', 'B', 'E', '1'};
 constexpr llvm::StringLiteral kEntrySuffix = ".cubin";
-constexpr llvm::StringLiteral kTmpInfix = ".tmp.";
+constexpr llvm::StringLiteral kTmpInfix = kAtomicTempInfix;  // write_file_atomic's temp files
 constexpr llvm::StringLiteral kProbePrefix = "write-probe";
 constexpr time_t kStaleTempSeconds = 3600;
 
@@ -35,12 +36,6 @@ llvm::Error make_error(const std::string &msg) {
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-std::string sha256(const std::string &data) {
-  llvm::SHA256 h;
-  h.update(llvm::StringRef(data));
-  return h.final().str();
-}
 
 std::string join(const std::string &dir, const std::string &name) {
   llvm::SmallString<256> p(dir);
@@ -68,20 +63,6 @@ int create_temp(const std::string &dir, const std::string &prefix, std::string &
     if (err != EEXIST) return -1;
   }
   return -1;
-}
-
-bool write_all(int fd, const char *data, size_t n, int &err) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      err = errno;
-      return false;
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
 }
 
 bool read_all(int fd, std::string &out, int &err) {
@@ -247,30 +228,7 @@ llvm::Error DiskCache::store(const CacheKey &key, const std::string &payload) co
   if (!enabled_) return llvm::Error::success();
   if (!is_key_hex(key.hex))
     return make_error("cannot store cache key '" + key.hex + "' in " + dir_ + ": expected 64 lowercase hex digits");
-  const std::string file = entry_path(key);
-  std::string tmp;
-  int err = 0;
-  int fd = create_temp(dir_, key.hex + kEntrySuffix.str(), tmp, err);
-  if (fd < 0) return make_error("cannot create a temp file for cache entry " + file + ": " + errno_text(err));
-
-  const std::string entry = encode_cache_entry(payload);
-  const char *step = nullptr;
-  if (!write_all(fd, entry.data(), entry.size(), err)) step = "write";
-  else if (::fsync(fd) != 0) step = "fsync", err = errno;
-  if (::close(fd) != 0 && !step) step = "close", err = errno;
-  if (!step && ::rename(tmp.c_str(), file.c_str()) != 0) step = "rename", err = errno;
-  if (step) {
-    ::unlink(tmp.c_str());
-    return make_error(std::string("cannot store cache entry ") + file + ": " + step + " of " + tmp +
-                      " failed: " + errno_text(err));
-  }
-  // Make the rename itself durable; failure here only risks losing the entry on a crash.
-  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return llvm::Error::success();
+  return write_file_atomic(entry_path(key), encode_cache_entry(payload), "cache entry");
 }
 
 DiskCache::Stats DiskCache::stats() const {

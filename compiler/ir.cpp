@@ -2,6 +2,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "support/hash.h"
 
 namespace magicube {
 
@@ -263,13 +264,6 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   return s;
 }
 
-uint64_t stable_hash(const OpSpec &s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : to_string(s)) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t stable_hash(const OpSpec &s) { return hash64(to_string(s)); }
 
 }  // namespace magicube

@@ -95,7 +95,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text);  // inverse of to_str
 llvm::json::Value to_json(const OpSpec &spec);
 llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v);
 
-// Stable 64-bit hash (FNV-1a over the canonical text); same on every platform and run.
+// Stable 64-bit hash (xxHash64 of the canonical text, support/hash.h); same on every platform and run.
 uint64_t stable_hash(const OpSpec &spec);
 
 }  // namespace magicube

@@ -2,6 +2,9 @@
 
 #include <sstream>
 
+#include "llvm/ADT/SmallVector.h"
+#include "support/hash.h"
+
 namespace magicube {
 
 const char *orientation_name(Orientation o) { return o == Orientation::DenseOnM ? "dense_on_m" : "sparse_on_m"; }
@@ -105,31 +108,30 @@ std::string Plan::str() const {
 }
 
 uint64_t fingerprint(const Plan &p) {
-  // One multiply-xorshift round per field: this runs on every Kernel::get, so no strings.
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](int64_t x) {
-    h = (h ^ uint64_t(x)) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-  };
+  // The fields as one small array of integers, xxHash64'ed: this runs on every Kernel::get, so
+  // no strings and no heap (lists are length-prefixed, so no two plans give one array).
+  llvm::SmallVector<int64_t, 192> f;
   const OpSpec &s = p.spec;
   static_assert(sizeof(OpSpec) == 60, "an OpSpec field was added or changed: hash it here");
-  mix(int(s.op)), mix(s.lhs.bits), mix(s.lhs.is_signed), mix(s.rhs.bits), mix(s.rhs.is_signed), mix(s.v), mix(s.bsn);
-  mix(s.prefetch), mix(int(s.out)), mix(s.arch), mix(int(s.scale)), mix(int(s.bias)), mix(s.stages), mix(s.split), mix(s.resident), mix(s.pinned);
-  mix(p.native_bits), mix(p.shape.m), mix(p.shape.n), mix(p.shape.k), mix(int(p.orient));
+  f.append({int64_t(s.op), s.lhs.bits, s.lhs.is_signed, s.rhs.bits, s.rhs.is_signed, s.v, s.bsn, s.prefetch,
+            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.pinned});
+  f.append({p.native_bits, p.shape.m, p.shape.n, p.shape.k, int64_t(p.orient)});
   for (const auto *cs : {&p.lhs, &p.rhs}) {
-    mix(int64_t(cs->size()));
-    for (const Chunk &c : *cs) mix(c.lo_bit), mix(c.bits), mix(c.is_signed), mix(c.storage_bits);
+    f.push_back(int64_t(cs->size()));
+    for (const Chunk &c : *cs) f.append({c.lo_bit, c.bits, c.is_signed, c.storage_bits});
   }
-  mix(p.stack_slots);
+  f.append({p.stack_slots, int64_t(p.groups.size())});
   for (const StackGroup &g : p.groups) {
-    mix(g.is_signed), mix(int64_t(g.lhs_chunks.size()));
-    for (int c : g.lhs_chunks) mix(c);
+    f.append({g.is_signed, int64_t(g.lhs_chunks.size())});
+    f.append(g.lhs_chunks.begin(), g.lhs_chunks.end());
   }
-  for (const Term &t : p.terms) mix(t.lhs_chunk), mix(t.rhs_chunk), mix(t.shift), mix(t.group), mix(t.slot);
-  for (const ExchangeStep &e : p.exchange) mix(int(e.kind)), mix(e.mask);
-  mix(p.k_stride), mix(p.shuffle_b), mix(int64_t(p.shuffle.size())), mix(p.nibble_prescale);
-  for (int x : p.shuffle) mix(x);
-  return h;
+  f.push_back(int64_t(p.terms.size()));
+  for (const Term &t : p.terms) f.append({t.lhs_chunk, t.rhs_chunk, t.shift, t.group, t.slot});
+  f.push_back(int64_t(p.exchange.size()));
+  for (const ExchangeStep &e : p.exchange) f.append({int64_t(e.kind), e.mask});
+  f.append({p.k_stride, p.shuffle_b, int64_t(p.shuffle.size()), p.nibble_prescale});
+  f.append(p.shuffle.begin(), p.shuffle.end());
+  return hash64(f);
 }
 
 llvm::json::Value to_json(const Plan &p) {

@@ -2,24 +2,16 @@
 #include "runtime/timing.h"
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <ctime>
 #include <functional>
 #include <random>
 #include <set>
-#include <thread>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "cache/disk_cache.h"
 #include "compiler/codegen.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -28,6 +20,10 @@
 #include "runtime/epilogue.h"
 #include "runtime/packing.h"
 #include "runtime/reference.h"
+#include "support/atomic_file.h"
+#include "support/hash.h"
+#include "support/log.h"
+#include "support/parallel.h"
 
 namespace magicube {
 
@@ -36,15 +32,6 @@ namespace {
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
 constexpr const char *kRecordFormat = "magicube-tuning-1";
-
-uint64_t fnv1a(llvm::StringRef s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // ---- JSON field readers: the error names the field ----
 llvm::Expected<const llvm::json::Object *> object(const llvm::json::Value &v, llvm::StringRef what) {
@@ -312,7 +299,7 @@ llvm::Expected<MatrixSignature> signature_from_json(const llvm::json::Value &v) 
 
 std::string TuneKey::str() const { return op + "|" + gpu + "|" + signature + "|" + generator; }
 
-std::string TuneKey::file_name() const { return op + "." + fmt::format("{:016x}", fnv1a(str())) + ".json"; }
+std::string TuneKey::file_name() const { return op + "." + fmt::format("{:016x}", hash64(str())) + ".json"; }
 
 TuneKey make_tune_key(const OpSpec &base, llvm::StringRef gpu, const MatrixSignature &sig) {
   return TuneKey{to_string(with_knobs(base, Knobs{})), gpu.str(), sig.key(), kGeneratorVersion};
@@ -516,36 +503,7 @@ llvm::Error TuneStore::save(const TuneRecord &r) const {
   std::string text;
   llvm::raw_string_ostream(text) << llvm::formatv("{0:2}", to_json(r)) << "\n";
 
-  static thread_local std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(getpid()) << 32)};
-  std::string tmp;
-  int fd = -1, e = 0;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    tmp = file + ".tmp." + std::to_string(getpid()) + "." + fmt::format("{:016x}", rng());
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    e = fd < 0 ? errno : 0;
-    if (fd < 0 && e != EEXIST) break;
-  }
-  if (fd < 0) return err("cannot create a temp file for tuning record " + file + ": " + std::strerror(e));
-  const char *step = nullptr;
-  for (size_t done = 0; done < text.size() && !step;) {
-    ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) step = "write", e = errno;
-    else done += size_t(w);
-  }
-  if (!step && ::fsync(fd) != 0) step = "fsync", e = errno;
-  if (::close(fd) != 0 && !step) step = "close", e = errno;
-  if (!step && ::rename(tmp.c_str(), file.c_str()) != 0) step = "rename", e = errno;
-  if (step) {
-    ::unlink(tmp.c_str());
-    return err("cannot write tuning record " + file + ": " + step + " of " + tmp + " failed: " + std::strerror(e));
-  }
-  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // make the rename durable
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return llvm::Error::success();
+  return write_file_atomic(file, text, "tuning record");
 }
 
 // ---- tuning ------------------------------------------------------------------------------
@@ -761,31 +719,25 @@ class SddmmWorkload : public Workload {
 // cache, so Kernel::get finds the cubins); the error text of each plan that fails ("" if none).
 std::vector<std::string> precompile(const Context &ctx, const std::vector<Enumerated> &cands, int threads) {
   std::vector<std::string> errors(cands.size());
-  std::atomic<size_t> next{0};
-  unsigned n = threads > 0 ? unsigned(threads) : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  n = std::min<unsigned>(n, unsigned(std::max<size_t>(1, cands.size())));
   const int cc = ctx.compute_capability();
-  auto work = [&] {
-    for (size_t i; (i = next++) < cands.size();) {
-      const Plan &p = cands[i].plan;
-      auto arch = target_arch(p, cc);
-      if (!arch) {
-        errors[i] = llvm::toString(arch.takeError());
-        continue;
-      }
-      auto src = generate(p);
-      if (!src) {
-        errors[i] = "codegen: " + llvm::toString(src.takeError());
-        continue;
-      }
-      auto cubin = kernel_cubin(p, *src, *arch);
-      if (!cubin) errors[i] = "compile: " + llvm::toString(cubin.takeError());
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto &t : pool) t.join();
+  parallel_for(
+      cands.size(),
+      [&](size_t i) {
+        const Plan &p = cands[i].plan;
+        auto arch = target_arch(p, cc);
+        if (!arch) {
+          errors[i] = llvm::toString(arch.takeError());
+          return;
+        }
+        auto src = generate(p);
+        if (!src) {
+          errors[i] = "codegen: " + llvm::toString(src.takeError());
+          return;
+        }
+        auto cubin = kernel_cubin(p, *src, *arch);
+        if (!cubin) errors[i] = "compile: " + llvm::toString(cubin.takeError());
+      },
+      threads > 0 ? unsigned(threads) : std::min(16u, hardware_threads()));
   return errors;
 }
 

@@ -6,9 +6,9 @@
 #include <optional>
 #include <utility>
 
-#include "compiler/log.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
+#include "support/log.h"
 
 namespace magicube {
 

@@ -1,6 +1,6 @@
 #include "runtime/dispatch.h"
 
-#include "compiler/log.h"
+#include "support/log.h"
 #include "compiler/planner.h"
 #include "runtime/autotune.h"
 #include "runtime/cuda_driver.h"

@@ -9,11 +9,11 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include "cache/cache_key.h"
-#include "cache/compile_cache.h"
 #include "cache/memory_cache.h"
-#include "cache/nvrtc.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
+#include "jit/compile_cache.h"
+#include "jit/nvrtc.h"
+#include "support/log.h"
 
 namespace magicube {
 

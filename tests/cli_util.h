@@ -1,5 +1,5 @@
-// Shared by the tests that run the magicube CLI as a child process: the binary's path, a
-// shell runner, and a temp dir removed at the end of the test.
+// Shared by the tests that run the magicube CLI (or magicube-bench) as a child process: the
+// binaries' paths, a shell runner, and a temp dir removed at the end of the test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,6 +24,20 @@ inline std::string magicube_cli() {
   const char *env = std::getenv("MAGICUBE_CLI_PATH");
   return env && *env ? env : MAGICUBE_CLI;
 }
+
+#ifdef MAGICUBE_BENCH
+// The benchmark binary: $MAGICUBE_BENCH_PATH, else magicube-bench beside $MAGICUBE_CLI_PATH
+// where that is set, else the path CMake compiled in.
+inline std::string magicube_bench_cli() {
+  if (const char *env = std::getenv("MAGICUBE_BENCH_PATH"); env && *env) return env;
+  if (const char *cli = std::getenv("MAGICUBE_CLI_PATH"); cli && *cli) {
+    std::string s = cli;
+    size_t slash = s.rfind('/');
+    return (slash == std::string::npos ? std::string() : s.substr(0, slash + 1)) + "magicube-bench";
+  }
+  return MAGICUBE_BENCH;
+}
+#endif
 
 inline std::string shell_quote(const std::string &s) {
   std::string q = "'";

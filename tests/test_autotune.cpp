@@ -18,7 +18,6 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "compiler/codegen.h"
-#include "compiler/log.h"
 #include "compiler/planner.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -26,8 +25,9 @@
 #include "runtime/dispatch.h"
 #include "runtime/magicube.h"
 #include "runtime/reference.h"
-#include "tests/gpu/gpu_env.h"
+#include "support/log.h"
 #include "tests/cli_util.h"
+#include "tests/gpu/gpu_env.h"
 #include "tests/gpu/gpu_run.h"
 
 

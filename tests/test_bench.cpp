@@ -1,7 +1,8 @@
-// `magicube bench`, the parts that need no GPU: CSV quoting, the published Magicube table,
+// magicube-bench, the parts that need no GPU: CSV quoting, the published Magicube table,
 // geomeans, option expansion, the summary built from a synthetic results vector, the
-// progress line, plots.py on a synthetic CSV (skipped without python3 + matplotlib), and the
-// CLI's no-GPU exit path (exit 2, one line; skipped where a GPU is present).
+// progress line, plots.py on a synthetic CSV (skipped without python3 + matplotlib), the
+// binary's no-GPU exit path (exit 2, one line; skipped where a GPU is present), and
+// `magicube bench` running it.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -378,22 +379,44 @@ TEST(BenchCli, NoGpuExitsTwoWithOneLine) {
   if (reason.empty()) GTEST_SKIP() << "a GPU is present: the no-GPU path cannot be exercised here";
   TempDir tmp;
   std::string out = tmp.path() + "/out";
-  CliResult r = run_shell(shell_quote(magicube_cli()) + " bench --quick --out-dir=" + shell_quote(out));
+  CliResult r = run_shell(shell_quote(magicube_bench_cli()) + " --quick --out-dir=" + shell_quote(out));
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_EQ(r.output, "magicube: no GPU: " + reason + "\n");
+  EXPECT_EQ(r.output, "magicube-bench: no GPU: " + reason + "\n");
   EXPECT_FALSE(llvm::sys::fs::exists(out)) << "nothing is written without a GPU";
 }
 
 TEST(BenchCli, BadOptionsExitOneBeforeLookingForAGpu) {
-  CliResult r = run_shell(shell_quote(magicube_cli()) + " bench --filter=L99-R8");
+  CliResult r = run_shell(shell_quote(magicube_bench_cli()) + " --filter=L99-R8");
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_EQ(r.output.rfind("magicube: error: filter: 'L99-R8'", 0), 0u) << r.output;
-  r = run_shell(shell_quote(magicube_cli()) + " bench --v=3");
+  EXPECT_EQ(r.output.rfind("magicube-bench: error: filter: 'L99-R8'", 0), 0u) << r.output;
+  r = run_shell(shell_quote(magicube_bench_cli()) + " --v=3");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("V=3 is not allowed"), std::string::npos) << r.output;
-  r = run_shell(shell_quote(magicube_cli()) + " bench --dlmc=/no/such/dlmc.tar.gz");
+  r = run_shell(shell_quote(magicube_bench_cli()) + " --dlmc=/no/such/dlmc.tar.gz");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("dlmc: --dlmc=/no/such/dlmc.tar.gz does not exist"), std::string::npos) << r.output;
+}
+
+// `magicube bench FLAGS` is `magicube-bench FLAGS` (exec'ed from magicube's directory).
+TEST(BenchCli, MagicubeBenchRunsTheBenchBinary) {
+  CliResult r = run_shell(shell_quote(magicube_cli()) + " bench --filter=L99-R8");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("magicube-bench: error: filter: 'L99-R8'", 0), 0u) << r.output;
+}
+
+// Without magicube-bench beside it, `magicube bench` says where it looked, in one line.
+TEST(BenchCli, MagicubeBenchWithoutTheBenchBinaryNamesIt) {
+  TempDir tmp;
+  const std::string lone = tmp.file("magicube");
+  ASSERT_FALSE(bool(llvm::sys::fs::copy_file(magicube_cli(), lone)));
+  ASSERT_FALSE(bool(llvm::sys::fs::setPermissions(lone, llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
+                                                          llvm::sys::fs::owner_write)));
+  CliResult r = run_shell(shell_quote(lone) + " bench --quick");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("magicube: error: bench: the benchmark is its own binary, magicube-bench", 0), 0u)
+      << r.output;
+  EXPECT_NE(r.output.find(tmp.path()), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
 TEST(BenchPlots, WritesPngsFromASyntheticCsv) {

@@ -1,5 +1,5 @@
-// Kernel cache: keys, disk level (format, corruption, concurrency, env), memory level,
-// the combined CompileCache, and the NVRTC wrapper. Needs NVRTC, not a GPU.
+// Kernel cache (cache/): keys, disk level (format, corruption, concurrency, env), memory level;
+// and the JIT stage (jit/): the combined CompileCache and the NVRTC wrapper. Needs NVRTC, not a GPU.
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -18,13 +18,13 @@
 #include <unistd.h>
 
 #include "cache/cache_key.h"
-#include "cache/compile_cache.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
-#include "cache/nvrtc.h"
-#include "compiler/log.h"
+#include "jit/compile_cache.h"
+#include "jit/nvrtc.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "support/log.h"
 
 using namespace magicube;
 

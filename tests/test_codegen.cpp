@@ -6,12 +6,12 @@
 #include <cstdlib>
 
 #include "cache/cache_key.h"
-#include "cache/compile_cache.h"
-#include "cache/nvrtc.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
-#include "runtime/kernel.h"
+#include "jit/compile_cache.h"
+#include "jit/nvrtc.h"
 #include "llvm/Support/FileSystem.h"
+#include "runtime/kernel.h"
 
 using namespace magicube;
 

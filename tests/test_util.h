@@ -1,4 +1,5 @@
-// Random inputs for tests: awkward shapes, empty row-blocks, values at their range's extremes.
+// Random inputs for tests: awkward shapes, empty row-blocks, values at their range's extremes
+// (on purpose unlike runtime/synthetic.h, the uniform inputs of run, tune and bench).
 #pragma once
 
 #include <algorithm>
@@ -22,7 +23,7 @@ inline int64_t draw(std::mt19937_64 &rng, const ElemType &t) {
 
 inline std::vector<int64_t> random_dense(std::mt19937_64 &rng, int64_t n, const ElemType &t) {
   std::vector<int64_t> m(n);
-  for (auto &x : m) x = draw(rng, t);
+  for (auto &x : m) x = magicube::testing::draw(rng, t);
   return m;
 }
 
@@ -46,7 +47,7 @@ inline VectorSparse random_vector_sparse(std::mt19937_64 &rng, int64_t rows, int
     std::sort(pick.begin(), pick.end());
     for (int32_t c : pick) {
       a.col.push_back(c);
-      for (int r = 0; r < v; ++r) a.values.push_back(b * v + r < rows ? draw(rng, t) : 0);
+      for (int r = 0; r < v; ++r) a.values.push_back(b * v + r < rows ? magicube::testing::draw(rng, t) : 0);
     }
     a.block_ptr.push_back(int64_t(a.col.size()));
   }

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "cache/disk_cache.h"
-#include "cache/nvrtc.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "jit/nvrtc.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"

@@ -1,7 +1,5 @@
 #include "tools/inputs.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 
@@ -15,50 +13,6 @@ namespace magicube::tool {
 namespace {
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 }  // namespace
-
-int64_t draw(std::mt19937_64 &rng, const ElemType &t) {
-  return t.min_value() + int64_t(rng() % uint64_t(t.max_value() - t.min_value() + 1));
-}
-int64_t draw_nonzero(std::mt19937_64 &rng, const ElemType &t) {
-  for (;;)
-    if (int64_t x = draw(rng, t)) return x;
-}
-
-std::vector<int64_t> random_dense(std::mt19937_64 &rng, int64_t count, const ElemType &t) {
-  std::vector<int64_t> d(size_t(std::max<int64_t>(count, 0)));
-  for (int64_t &x : d) x = draw(rng, t);
-  if (!d.empty() && std::all_of(d.begin(), d.end(), [](int64_t x) { return x == 0; })) d[0] = t.max_value();
-  return d;
-}
-
-VectorSparse synthetic_sparse(std::mt19937_64 &rng, int64_t m, int64_t k, double sparsity, int v, const ElemType &t) {
-  VectorSparse a;
-  a.rows = m;
-  a.cols = k;
-  a.v = v;
-  int64_t nb = (m + v - 1) / v;
-  int64_t per = std::llround((1.0 - sparsity) * double(k));
-  per = std::clamp<int64_t>(per, 0, k);
-  std::vector<int32_t> cols(k);
-  for (int64_t c = 0; c < k; ++c) cols[c] = int32_t(c);
-  a.block_ptr.reserve(nb + 1);
-  a.block_ptr.push_back(0);
-  a.col.reserve(nb * per);
-  a.values.reserve(nb * per * v);
-  std::vector<int32_t> pick(per);
-  for (int64_t b = 0; b < nb; ++b) {
-    // A partial Fisher-Yates shuffle: cols stays a permutation, its first `per` are the pick.
-    for (int64_t i = 0; i < per; ++i) std::swap(cols[i], cols[i + int64_t(rng() % uint64_t(k - i))]);
-    std::copy(cols.begin(), cols.begin() + per, pick.begin());
-    std::sort(pick.begin(), pick.end());
-    for (int32_t c : pick) {
-      a.col.push_back(c);
-      for (int r = 0; r < v; ++r) a.values.push_back(b * v + r < m ? draw_nonzero(rng, t) : 0);
-    }
-    a.block_ptr.push_back(int64_t(a.col.size()));
-  }
-  return a;
-}
 
 llvm::Expected<VectorSparse> make_sparse(const RunArgs &r, const OpSpec &spec, const ElemType &t, int64_t cols,
                                          const char *cols_flag, std::mt19937_64 &rng) {

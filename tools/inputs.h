@@ -1,5 +1,6 @@
-// The random inputs `magicube run` and `magicube tune` build from their flags: dense values,
-// the sparse operand (from --matrix or synthetic), and small flag helpers both share.
+// The inputs `magicube run` and `magicube tune` build from their flags: the sparse operand
+// (from --matrix, or synthetic by runtime/synthetic.h, which also draws the dense values), and
+// small flag helpers both share.
 #pragma once
 
 #include <cstdint>
@@ -11,22 +12,11 @@
 
 #include "llvm/Support/Error.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/synthetic.h"
 #include "runtime/vector_sparse.h"
 #include "tools/commands.h"
 
 namespace magicube::tool {
-
-// Uniform in t's range.
-int64_t draw(std::mt19937_64 &rng, const ElemType &t);
-// Uniform in t's range without 0 (every type has a nonzero value).
-int64_t draw_nonzero(std::mt19937_64 &rng, const ElemType &t);
-
-// `count` values uniform in t's range, not all zero.
-std::vector<int64_t> random_dense(std::mt19937_64 &rng, int64_t count, const ElemType &t);
-
-// A synthetic rows x cols vector-sparse matrix: every row-block holds round((1 - sparsity) *
-// cols) vectors at distinct uniformly random columns, with nonzero values of `t`.
-VectorSparse synthetic_sparse(std::mt19937_64 &rng, int64_t m, int64_t k, double sparsity, int v, const ElemType &t);
 
 // The sparse operand the flags ask for (SpMM's A, with `cols` = --k; SDDMM's mask, with
 // `cols` = --n): from --matrix, or synthetic. The error names the bad flag or file.

@@ -1,4 +1,4 @@
-// The magicube command-line tool. The only place with llvm::cl options; the subcommands
+// The magicube command-line tool. With bench/bench_main.cpp the only place with llvm::cl options; the subcommands
 // themselves are in commands.cpp and run.cpp (tools/commands.h), free of llvm::cl.
 //
 //   magicube plan    <op flags> [--candidate=I] [--format=text|json] [--all]
@@ -9,17 +9,27 @@
 //                    --k=K [--layout=bcrs|srbcrs] [--stride=32] [--repeat=R] ...      (sddmm)
 //   magicube cache   path|stats|clear
 //   magicube tune    <op flags> (--matrix=FILE.smtx | --m --k --sparsity) --n=N [--verify] ...
-//   magicube bench   [--out-dir=DIR] [--quick] [--filter=L8-R8,...] [--dlmc=DIR|ARCHIVE] ...
+//   magicube bench   FLAGS   runs magicube-bench FLAGS from this binary's directory
+//
+// The benchmark is its own binary (bench/bench_main.cpp): it links cuBLAS, cuBLASLt and
+// cuSPARSE, which this one must not need.
 //
 // op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --resident --out --scale --bias --arch
 // Exit status: 0 success; 1 bad input or a failure (the message names it); 2 nothing run
 // (no GPU).
-#include <string>
+#include <unistd.h>
 
-#include "compiler/log.h"
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
-#include "tools/bench_cmd.h"
+#include "support/log.h"
 #include "tools/commands.h"
 #include "tools/tune_cmd.h"
 
@@ -33,7 +43,6 @@ cl::SubCommand CompileCmd("compile", "Write the generated CUDA source, PTX or cu
 cl::SubCommand RunCmd("run", "Run an op on random inputs on the GPU: check it bit-exact, then time it");
 cl::SubCommand CacheCmd("cache", "The kernel disk cache: path | stats | clear");
 cl::SubCommand TuneCmd("tune", "Time every candidate kernel of an op on a matrix; store the fastest for reuse");
-cl::SubCommand BenchCmd("bench", "Benchmark our kernels against cuBLASLt, cuBLAS, cuSPARSE and the published Magicube times");
 
 // Op flags, shared by the subcommands that take an op.
 #define OP_SUBS cl::sub(PlanCmd), cl::sub(CompileCmd), cl::sub(RunCmd), cl::sub(TuneCmd)
@@ -105,59 +114,6 @@ cl::opt<unsigned long long> SeedFlag("seed", cl::desc("random seed of the inputs
 cl::opt<std::string> CacheAction(cl::Positional, cl::desc("path | stats | clear"), cl::value_desc("action"),
                                  cl::sub(CacheCmd));
 
-// bench
-cl::OptionCategory BenchCat("Bench options");
-cl::opt<std::string> BenchOutDir("out-dir", cl::desc("folder for results.csv, summary.md and the plots"),
-                                 cl::init("magicube-bench"), cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<bool> BenchQuick("quick", cl::desc("a small subset (about a minute on an H100)"), cl::cat(BenchCat),
-                         cl::sub(BenchCmd));
-cl::opt<std::string> BenchFilter("filter", cl::desc("precisions to run, e.g. L8-R8,L4-R4 or s8xu4 (default: all)"),
-                                 cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<std::string> BenchDlmc("dlmc", cl::desc("DLMC .smtx folder tree or its .tar.gz (default: look for the archive)"),
-                               cl::value_desc("dir|archive"), cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<int> BenchDlmcLimit("dlmc-limit", cl::desc("DLMC files per sparsity, 0 = all (default 10, --quick 2)"),
-                            cl::init(-1), cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<std::string> BenchV("v", cl::desc("V values, e.g. 8,4,2 (default 8,4,2; --quick 8)"), cl::cat(BenchCat),
-                            cl::sub(BenchCmd));
-cl::opt<std::string> BenchN("n", cl::desc("N values of SpMM, e.g. 256,512 (default)"), cl::cat(BenchCat),
-                            cl::sub(BenchCmd));
-cl::opt<std::string> BenchSections("sections", cl::desc("synthetic,dlmc,sddmm,small,jit (default: all)"),
-                                   cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<int> BenchRepeat("repeat", cl::desc("timed runs per contender (the median is reported)"), cl::init(20),
-                         cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<int> BenchWarmup("warmup", cl::desc("untimed runs before timing"), cl::init(10), cl::cat(BenchCat),
-                         cl::sub(BenchCmd));
-cl::opt<unsigned long long> BenchSeed("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(BenchCat),
-                                      cl::sub(BenchCmd));
-cl::opt<std::string> BenchL2("l2", cl::desc("warm (inputs stay in L2) | flush (L2 flushed before each timed run)"),
-                             cl::init("warm"), cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<bool> BenchNoVendor("no-vendor", cl::desc("skip cuBLASLt, cuBLAS and cuSPARSE"), cl::cat(BenchCat),
-                            cl::sub(BenchCmd));
-cl::opt<bool> BenchNoPlots("no-plots", cl::desc("do not run bench/plots.py"), cl::cat(BenchCat), cl::sub(BenchCmd));
-cl::opt<bool> BenchTune("tune", cl::desc("autotune each problem of ours before timing it (slow)"), cl::cat(BenchCat),
-                        cl::sub(BenchCmd));
-
-bench::BenchOptions bench_options() {
-  bench::BenchOptions b;
-  b.out_dir = BenchOutDir;
-  b.quick = BenchQuick;
-  b.filter = BenchFilter;
-  b.dlmc = BenchDlmc;
-  b.dlmc_given = BenchDlmc.getNumOccurrences() > 0;
-  b.dlmc_limit = BenchDlmcLimit;
-  b.vs = BenchV;
-  b.ns = BenchN;
-  b.sections = BenchSections;
-  b.repeat = BenchRepeat;
-  b.warmup = BenchWarmup;
-  b.seed = BenchSeed;
-  b.l2 = BenchL2;
-  b.no_vendor = BenchNoVendor;
-  b.no_plots = BenchNoPlots;
-  b.tune = BenchTune;
-  return b;
-}
-
 tool::OpFlags op_flags() {
   tool::OpFlags f;
   f.op = OpFlag;
@@ -224,17 +180,43 @@ tool::TuneArgs tune_args() {
   return t;
 }
 
+// `magicube bench FLAGS`: replaces this process with `magicube-bench FLAGS` from this
+// binary's directory; returns (1, with the reason) only when that cannot be done.
+int exec_bench(int argc, char **argv) {
+  static int anchor = 0;
+  const std::string exe = llvm::sys::fs::getMainExecutable(argv[0], &anchor);
+  llvm::SmallString<256> bench(exe);
+  llvm::sys::path::remove_filename(bench);
+  llvm::sys::path::append(bench, "magicube-bench");
+  if (exe.empty() || !llvm::sys::fs::can_execute(bench)) {
+    llvm::errs() << "magicube: error: bench: the benchmark is its own binary, magicube-bench, and it is not beside "
+                 << (exe.empty() ? std::string(argv[0]) : exe)
+                 << " (build it: cmake --build build --target magicube-bench; then run magicube-bench with the same flags)\n";
+    return 1;
+  }
+  std::string path(bench.str());
+  std::vector<char *> args;
+  args.push_back(path.data());
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(path.c_str(), args.data());
+  llvm::errs() << "magicube: error: bench: cannot run " << path << ": " << std::strerror(errno) << "\n";
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
-  cl::ParseCommandLineOptions(argc, argv, "Magicube JIT: quantized sparse tensor-core kernels\n");
+  if (argc >= 2 && std::strcmp(argv[1], "bench") == 0) return exec_bench(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Magicube JIT: quantized sparse tensor-core kernels\n\n"
+                              "  magicube bench FLAGS runs magicube-bench FLAGS (the benchmark, its own binary)\n");
   log().debug("magicube started");
   if (PlanCmd) return tool::cmd_plan(op_flags(), run_args(), FormatFlag, AllFlag);
   if (CompileCmd) return tool::cmd_compile(op_flags(), EmitFlag, OutputFlag);
   if (RunCmd) return tool::cmd_run(op_flags(), run_args());
   if (TuneCmd) return tool::cmd_tune(op_flags(), tune_args());
   if (CacheCmd) return tool::cmd_cache(CacheAction);
-  if (BenchCmd) return tool::cmd_bench(bench_options(), argc, argv);
   llvm::errs() << "magicube: error: no command given (commands: plan, compile, run, cache, bench, tune; try: magicube --help)\n";
   return 1;
 }

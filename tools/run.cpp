@@ -13,12 +13,11 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "cache/compile_cache.h"
+#include "jit/compile_cache.h"
 #include "compiler/planner.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/epilogue.h"
@@ -28,6 +27,7 @@
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
 #include "runtime/timing.h"
+#include "support/parallel.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
@@ -36,16 +36,11 @@ namespace magicube::tool {
 namespace {
 // Calls fn(b0, b1) on disjoint row-block ranges covering [0, nb), on the host's cores.
 void parallel_blocks(int64_t nb, const std::function<void(int64_t, int64_t)> &fn) {
-  int64_t threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 32);
-  threads = std::min(threads, std::max<int64_t>(nb, 1));
-  if (threads <= 1) return fn(0, nb);
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      int64_t b0 = nb * t / threads, b1 = nb * (t + 1) / threads;
-      if (b0 < b1) fn(b0, b1);
-    });
-  for (auto &th : pool) th.join();
+  const int64_t parts = std::clamp<int64_t>(hardware_threads(), 1, std::max<int64_t>(nb, 1));
+  parallel_for(size_t(parts), [&](size_t t) {
+    const int64_t b0 = nb * int64_t(t) / parts, b1 = nb * int64_t(t + 1) / parts;
+    if (b0 < b1) fn(b0, b1);
+  });
 }
 
 // Row-blocks [b0, b1) of `a` as a matrix of their own (rows from b0 * V).

@@ -3,31 +3,26 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "support/parallel.h"
 
 namespace magicube::testing {
 
-// Compiles every plan's cubin on all host cores first (NVRTC is the slow part).
+// Compiles every plan's cubin on the host's cores first (NVRTC is the slow part).
 inline void precompile(Context &ctx, const std::vector<Plan> &plans) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  unsigned n = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  for (unsigned t = 0; t < n; ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < plans.size();) {
+  parallel_for(
+      plans.size(),
+      [&](size_t i) {
         auto arch = target_arch(plans[i], ctx.compute_capability());
-        if (!arch) continue;
+        if (!arch) return;
         auto src = generate(plans[i]);
-        if (!src) continue;
+        if (!src) return;
         (void)!kernel_cubin(plans[i], *src, *arch);  // errors show again at the real call
-      }
-    });
-  for (auto &t : pool) t.join();
+      },
+      std::min(16u, hardware_threads()));
 }
 
 inline llvm::Expected<std::vector<int64_t>> gpu_spmm(Context &ctx, const Plan &p, const VectorSparse &a,

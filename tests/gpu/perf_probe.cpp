@@ -1,6 +1,6 @@
 // perf_probe: times SpMM kernels of the performance targets' shapes (M=K=4096, V=8,
 // uniformly random vectors) after checking one run bit-exact; a developer's probe between
-// `magicube bench` runs. Usage: perf_probe [candidate] [bsn] [pf 0|1] [stages 0|2|3|4]
+// magicube-bench runs. Usage: perf_probe [candidate] [bsn] [pf 0|1] [stages 0|2|3|4]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,29 +9,10 @@
 #include "compiler/planner.h"
 #include "runtime/kernel.h"
 #include "runtime/reference.h"
+#include "runtime/synthetic.h"
 #include "tests/test_util.h"
 
 using namespace magicube;
-
-static VectorSparse uniform(std::mt19937_64 &rng, int64_t m, int64_t k, int v, double sparsity, ElemType t) {
-  VectorSparse a;
-  a.rows = m, a.cols = k, a.v = v;
-  a.block_ptr = {0};
-  std::vector<int32_t> cols(k);
-  for (int64_t c = 0; c < k; ++c) cols[c] = int32_t(c);
-  int64_t per = int64_t((1 - sparsity) * k + 0.5);
-  for (int64_t b = 0; b < (m + v - 1) / v; ++b) {
-    std::shuffle(cols.begin(), cols.end(), rng);
-    std::vector<int32_t> pick(cols.begin(), cols.begin() + per);
-    std::sort(pick.begin(), pick.end());
-    for (int32_t c : pick) {
-      a.col.push_back(c);
-      for (int r = 0; r < v; ++r) a.values.push_back(magicube::testing::draw(rng, t));
-    }
-    a.block_ptr.push_back(int64_t(a.col.size()));
-  }
-  return a;
-}
 
 int main(int argc, char **argv) {
   int cand = argc > 1 ? atoi(argv[1]) : 0, bsn = argc > 2 ? atoi(argv[2]) : 128, pf = argc > 3 ? atoi(argv[3]) : 1;
@@ -51,7 +32,7 @@ int main(int argc, char **argv) {
           snprintf(want, sizeof want, "%d,%d,%lld,%.2g", l.bits, r.bits, (long long)n, s);
           if (std::string(only) != want) continue;
         }
-        VectorSparse a = uniform(rng, 4096, 4096, 8, s, l);
+        VectorSparse a = synthetic_sparse(rng, 4096, 4096, s, 8, [&] { return magicube::testing::draw(rng, l); });
         OutType out = a.max_block_length() <= max_exact_k(l, r) ? OutType::Int32 : OutType::Int64;
         OpSpec spec{OpKind::SpMM, l, r, 8, bsn, bool(pf), out, 90};
         spec.stages = stages;

@@ -1,4 +1,4 @@
-#include "compiler/log.h"
+#include "support/log.h"
 
 #include <cstdlib>
 

@@ -1,9 +1,9 @@
-#include "cache/compile_cache.h"
+#include "jit/compile_cache.h"
 
 #include <memory>
 
-#include "cache/nvrtc.h"
-#include "compiler/log.h"
+#include "jit/nvrtc.h"
+#include "support/log.h"
 
 namespace magicube {
 

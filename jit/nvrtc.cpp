@@ -1,4 +1,4 @@
-#include "cache/nvrtc.h"
+#include "jit/nvrtc.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -7,8 +7,8 @@
 
 #include <nvrtc.h>
 
-#include "compiler/log.h"
 #include "llvm/ADT/StringRef.h"
+#include "support/log.h"
 
 namespace magicube {
 namespace {

@@ -1,29 +1,96 @@
-// bench: options -> config -> (GPU) run_bench -> results.csv, summary.md, plots.
-#include "tools/bench_cmd.h"
-
+// magicube-bench: every contender on the same matrices and N on one GPU; writes
+// results.csv, summary.md and the plots under --out-dir (see bench/README.md).
+//
+//   magicube-bench [--out-dir=DIR] [--quick] [--filter=L8-R8,...] [--dlmc=DIR|ARCHIVE] ...
+//
+// Its own binary, so that the magicube CLI and programs linking only the API library need
+// no cuBLAS, cuBLASLt or cuSPARSE: the vendor baselines (bench/baselines.cpp) live here.
+// `magicube bench FLAGS` runs this binary from the magicube binary's directory.
+//
+// Exit status: 0 ran (contenders that failed are rows with an error note); 1 bad options, an
+// output that cannot be written, or a result of ours that differs from the CPU reference;
+// 2 no GPU (one line on stderr).
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "bench/bench_report.h"
 #include "bench/bench_suite.h"
 #include "bench/timing.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/cuda_driver.h"
-#include "tools/commands.h"
-#include "tools/inputs.h"
+#include "support/log.h"
 
 #ifndef MAGICUBE_SOURCE_DIR
 #define MAGICUBE_SOURCE_DIR ""
 #endif
 
-namespace magicube::tool {
+namespace cl = llvm::cl;
+using namespace magicube;
 
 namespace {
+
+constexpr const char *kName = "magicube-bench";
+
+cl::OptionCategory BenchCat("Bench options");
+cl::opt<std::string> OutDir("out-dir", cl::desc("folder for results.csv, summary.md and the plots"),
+                            cl::init("magicube-bench"), cl::cat(BenchCat));
+cl::opt<bool> Quick("quick", cl::desc("a small subset (about a minute on an H100)"), cl::cat(BenchCat));
+cl::opt<std::string> Filter("filter", cl::desc("precisions to run, e.g. L8-R8,L4-R4 or s8xu4 (default: all)"),
+                            cl::cat(BenchCat));
+cl::opt<std::string> Dlmc("dlmc", cl::desc("DLMC .smtx folder tree or its .tar.gz (default: look for the archive)"),
+                          cl::value_desc("dir|archive"), cl::cat(BenchCat));
+cl::opt<int> DlmcLimit("dlmc-limit", cl::desc("DLMC files per sparsity, 0 = all (default 10, --quick 2)"),
+                       cl::init(-1), cl::cat(BenchCat));
+cl::opt<std::string> Vs("v", cl::desc("V values, e.g. 8,4,2 (default 8,4,2; --quick 8)"), cl::cat(BenchCat));
+cl::opt<std::string> Ns("n", cl::desc("N values of SpMM, e.g. 256,512 (default)"), cl::cat(BenchCat));
+cl::opt<std::string> Sections("sections", cl::desc("synthetic,dlmc,sddmm,small,jit (default: all)"),
+                              cl::cat(BenchCat));
+cl::opt<int> Repeat("repeat", cl::desc("timed runs per contender (the median is reported)"), cl::init(20),
+                    cl::cat(BenchCat));
+cl::opt<int> Warmup("warmup", cl::desc("untimed runs before timing"), cl::init(10), cl::cat(BenchCat));
+cl::opt<unsigned long long> Seed("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(BenchCat));
+cl::opt<std::string> L2("l2", cl::desc("warm (inputs stay in L2) | flush (L2 flushed before each timed run)"),
+                        cl::init("warm"), cl::cat(BenchCat));
+cl::opt<bool> NoVendor("no-vendor", cl::desc("skip cuBLASLt, cuBLAS and cuSPARSE"), cl::cat(BenchCat));
+cl::opt<bool> NoPlots("no-plots", cl::desc("do not run bench/plots.py"), cl::cat(BenchCat));
+cl::opt<bool> Tune("tune", cl::desc("autotune each problem of ours before timing it (slow)"), cl::cat(BenchCat));
+
+bench::BenchOptions bench_options() {
+  bench::BenchOptions b;
+  b.out_dir = OutDir;
+  b.quick = Quick;
+  b.filter = Filter;
+  b.dlmc = Dlmc;
+  b.dlmc_given = Dlmc.getNumOccurrences() > 0;
+  b.dlmc_limit = DlmcLimit;
+  b.vs = Vs;
+  b.ns = Ns;
+  b.sections = Sections;
+  b.repeat = Repeat;
+  b.warmup = Warmup;
+  b.seed = Seed;
+  b.l2 = L2;
+  b.no_vendor = NoVendor;
+  b.no_plots = NoPlots;
+  b.tune = Tune;
+  return b;
+}
+
+// Prints "magicube-bench: error: <message>" on stderr; returns 1.
+int fail(llvm::Error e) {
+  llvm::errs() << kName << ": error: " << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+int fail(const llvm::Twine &message) {
+  return fail(llvm::createStringError(llvm::inconvertibleErrorCode(), message));
+}
 
 std::string shell_quote(const std::string &s) {
   std::string q = "'";
@@ -55,7 +122,7 @@ std::string find_plots_script(const std::string &exe) {
 }
 
 std::string command_line(int argc, char **argv) {
-  std::string s = "magicube";
+  std::string s = kName;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     bool plain = a.find_first_of(" '\"$`\\;&|<>()*?") == std::string::npos && !a.empty();
@@ -72,13 +139,23 @@ std::string targets_section(const std::string &md) {
   return md.substr(a, b == std::string::npos ? std::string::npos : b - a + 1);
 }
 
-}  // namespace
+// Device 0's context, held to the end of the process: the loaded-kernel cache (a static
+// made later, so destroyed earlier) unloads its modules while it is alive.
+llvm::Expected<Context *> process_context() {
+  static std::optional<Context> ctx;
+  if (!ctx) {
+    auto created = Context::create(0);
+    if (!created) return created.takeError();
+    ctx.emplace(std::move(*created));
+  }
+  return &*ctx;
+}
 
-int cmd_bench(const bench::BenchOptions &o, int argc, char **argv) {
+int run(const bench::BenchOptions &o, int argc, char **argv) {
   // ---- what needs no GPU: options, paths ----
   auto cfg = bench::make_config(o);
   if (!cfg) return fail(cfg.takeError());
-  const std::string exe = main_executable(argc > 0 ? argv[0] : "magicube");
+  const std::string exe = main_executable(argc > 0 ? argv[0] : kName);
   std::string dlmc;
   if (o.dlmc_given) {
     if (o.dlmc.empty()) {
@@ -97,7 +174,10 @@ int cmd_bench(const bench::BenchOptions &o, int argc, char **argv) {
   std::string why = no_gpu_reason();
   if (why.empty())
     if (llvm::Error e = bench::require_cuda_device()) why = llvm::toString(std::move(e));
-  if (!why.empty()) return no_gpu_exit(why);
+  if (!why.empty()) {
+    llvm::errs() << kName << ": no GPU: " << why << "\n";
+    return 2;
+  }
   if (std::error_code ec = llvm::sys::fs::create_directories(o.out_dir))
     return fail("out-dir: cannot create " + o.out_dir + ": " + ec.message());
 
@@ -105,8 +185,8 @@ int cmd_bench(const bench::BenchOptions &o, int argc, char **argv) {
   if (!opened) return fail(opened.takeError());
   Context *ctx = *opened;
   bench::Progress progress = bench::Progress::for_stderr();
-  progress.message(fmt::format("magicube bench: {} on {}; results in {}", o.quick ? "quick run" : "full run",
-                               ctx->name(), o.out_dir));
+  progress.message(fmt::format("{}: {} on {}; results in {}", kName, o.quick ? "quick run" : "full run", ctx->name(),
+                               o.out_dir));
   auto out = bench::run_bench(*cfg, dlmc, command_line(argc, argv), *ctx, progress);
   if (!out) return fail(out.takeError());
 
@@ -147,4 +227,13 @@ int cmd_bench(const bench::BenchOptions &o, int argc, char **argv) {
   return 0;
 }
 
-}  // namespace magicube::tool
+}  // namespace
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(BenchCat);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "magicube-bench: Magicube JIT's kernels against cuBLASLt, cuBLAS, cuSPARSE and the "
+                              "published Magicube times, on one GPU\n");
+  log().debug("magicube-bench started");
+  return run(bench_options(), argc, argv);
+}

@@ -1,4 +1,5 @@
-// The three-level kernel cache: process memory -> disk -> NVRTC.
+// The three-level kernel cache of the JIT stage: process memory -> disk -> NVRTC (the levels are
+// cache/, the compiler jit/nvrtc.h).
 #pragma once
 
 #include <atomic>
