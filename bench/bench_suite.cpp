@@ -33,6 +33,7 @@
 #include "runtime/autotune.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernel.h"
+#include "runtime/pipeline.h"
 #include "runtime/smtx.h"
 #include "runtime/synthetic.h"
 #include "support/hash.h"
@@ -110,133 +111,13 @@ VectorPattern to_pattern(const VectorSparse &a) {
 // last and evenly spaced ones) of about this cost.
 constexpr double kCheckBudget = 8e9;
 
-// The row-blocks to check for a cost of `cost_per_block` each (on average).
-std::vector<int64_t> blocks_to_check(int64_t nb, double total_cost) {
-  std::vector<int64_t> all;
-  if (nb <= 0) return all;
-  if (total_cost <= kCheckBudget) {
-    all.resize(size_t(nb));
-    for (int64_t b = 0; b < nb; ++b) all[size_t(b)] = b;
-    return all;
-  }
-  int64_t want = std::max<int64_t>(2, int64_t(double(nb) * kCheckBudget / total_cost));
-  for (int64_t i = 0; i < want; ++i) all.push_back(i * (nb - 1) / (want - 1));
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  return all;
-}
-
-// Runs fn(block) over `blocks` on the host's cores (at most 64 threads).
-void parallel_blocks(const std::vector<int64_t> &blocks, const std::function<void(int64_t)> &fn) {
-  parallel_for(blocks.size(), [&](size_t i) { fn(blocks[i]); }, std::min(64u, hardware_threads()));
-}
-
-struct Mismatch {
-  int64_t count = 0;
-  int64_t first_row = -1, first_col = -1, got = 0, want = 0;
-  // Adds a worker's mismatches (under `mu`), keeping the first one by row.
-  void merge(const Mismatch &local, std::mutex &mu) {
-    if (!local.count) return;
-    std::lock_guard<std::mutex> lock(mu);
-    const int64_t c = count;
-    if (!c || local.first_row < first_row) *this = local;
-    count = c + local.count;
-  }
-};
-
-std::string check_text(const Mismatch &mm, int64_t checked_blocks, int64_t nb, int64_t elements, const char *what) {
-  if (mm.count)
-    return fmt::format("NO: {}[{}, {}] = {}, expected {} ({} of {} checked elements differ)", what, mm.first_row,
-                       mm.first_col, mm.got, mm.want, mm.count, elements);
-  if (checked_blocks < nb) return fmt::format("yes (sample of {}/{} row-blocks)", checked_blocks, nb);
+// The result column of a verification: "yes", "yes (sample of a/b row-blocks)" or "NO: ...".
+std::string exact_text(const Verification &v, const char *what) {
+  if (v.differ)
+    return fmt::format("NO: {}[{}, {}] = {}, expected {} ({} of {} checked elements differ)", what, v.first->row,
+                       v.first->col, v.first->got, v.first->want, v.differ, v.checked);
+  if (v.blocks_checked < v.blocks) return fmt::format("yes (sample of {}/{} row-blocks)", v.blocks_checked, v.blocks);
   return "yes";
-}
-
-// C (M x N, row-major) = A x B (K x N row-major) on the checked row-blocks, against `got`.
-std::string check_spmm(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n, const std::vector<int64_t> &got) {
-  const int v = a.v;
-  std::vector<int64_t> blocks = blocks_to_check(a.num_blocks(), double(a.num_vectors()) * v * double(n));
-  std::vector<int32_t> b32(b.begin(), b.end());
-  std::mutex mu;
-  Mismatch mm;
-  std::atomic<int64_t> elements{0};
-  parallel_blocks(blocks, [&](int64_t blk) {
-    std::vector<int64_t> acc(size_t(v * n), 0);
-    for (int64_t i = a.block_ptr[blk]; i < a.block_ptr[blk + 1]; ++i) {
-      const int32_t *brow = b32.data() + int64_t(a.col[i]) * n;
-      for (int r = 0; r < v; ++r) {
-        int64_t x = a.values[size_t(i * v + r)];
-        if (!x) continue;
-        int64_t *c = acc.data() + r * n;
-        for (int64_t j = 0; j < n; ++j) c[j] += x * int64_t(brow[j]);
-      }
-    }
-    Mismatch local;
-    int64_t count = 0;
-    for (int r = 0; r < v; ++r) {
-      int64_t row = blk * v + r;
-      if (row >= a.rows) break;
-      for (int64_t j = 0; j < n; ++j) {
-        ++count;
-        int64_t g = got[size_t(row * n + j)], w = acc[size_t(r * n + j)];
-        if (g != w) {
-          if (!local.count) local.first_row = row, local.first_col = j, local.got = g, local.want = w;
-          ++local.count;
-        }
-      }
-    }
-    elements += count;
-    mm.merge(local, mu);
-  });
-  return check_text(mm, int64_t(blocks.size()), a.num_blocks(), elements.load(), "C");
-}
-
-// SDDMM in BCRS order: out[i * V + r] = A[row, :] . B[:, col_i]; A M x K row-major, B K x N
-// column-major.
-std::string check_sddmm(const VectorSparse &mask, const std::vector<int64_t> &a, const std::vector<int64_t> &b,
-                        int64_t k, const std::vector<int64_t> &got) {
-  const int v = mask.v;
-  std::vector<int64_t> blocks = blocks_to_check(mask.num_blocks(), double(mask.num_vectors()) * v * double(k));
-  std::vector<int32_t> a32(a.begin(), a.end()), b32(b.begin(), b.end());
-  std::mutex mu;
-  Mismatch mm;
-  std::atomic<int64_t> elements{0};
-  parallel_blocks(blocks, [&](int64_t blk) {
-    Mismatch local;
-    int64_t count = 0;
-    for (int64_t i = mask.block_ptr[blk]; i < mask.block_ptr[blk + 1]; ++i) {
-      const int32_t *bc = b32.data() + int64_t(mask.col[i]) * k;
-      for (int r = 0; r < v; ++r) {
-        int64_t row = blk * v + r;
-        if (row >= mask.rows) break;
-        const int32_t *ar = a32.data() + row * k;
-        int64_t s = 0;
-        for (int64_t q = 0; q < k; ++q) s += int64_t(ar[q]) * int64_t(bc[q]);
-        ++count;
-        int64_t g = got[size_t(i * v + r)];
-        if (g != s) {
-          if (!local.count) local.first_row = row, local.first_col = mask.col[i], local.got = g, local.want = s;
-          ++local.count;
-        }
-      }
-    }
-    elements += count;
-    mm.merge(local, mu);
-  });
-  return check_text(mm, int64_t(blocks.size()), mask.num_blocks(), elements.load(), "out");
-}
-
-llvm::Expected<std::vector<int64_t>> download_ints(const magicube::DeviceBuffer &buf, int64_t count, bool i64) {
-  std::vector<int64_t> got(static_cast<size_t>(count));
-  if (i64) {
-    auto h = buf.download<int64_t>(size_t(count));
-    if (!h) return h.takeError();
-    got = std::move(*h);
-  } else {
-    auto h = buf.download<int32_t>(size_t(count));
-    if (!h) return h.takeError();
-    for (size_t i = 0; i < got.size(); ++i) got[i] = (*h)[i];
-  }
-  return got;
 }
 
 // ---- DLMC ---------------------------------------------------------------------------------
@@ -618,35 +499,23 @@ void Suite::ours_spmm(const Problem &pb, VectorSparse &a, const Precision &p, in
     if (!plan) return fail(plan.takeError(), "plan");
     r.out = out_name(plan->spec.out);
     r.config = to_string(plan->spec);
-    std::vector<int64_t> b = random_dense(a.cols * n, p.rhs, mix(seed, 2));
-    auto layout = build_srbcrs(a, *plan);
-    if (!layout) return fail(layout.takeError(), "layout");
-    auto pa = pack_lhs(*layout, *plan);
-    if (!pa) return fail(pa.takeError(), "pack A");
-    auto pbk = pack_rhs(b, a.cols, n, *plan);
-    if (!pbk) return fail(pbk.takeError(), "pack B");
-    auto da = upload(*pa, *layout);
-    if (!da) return fail(da.takeError(), "upload A");
-    auto db = upload(*pbk);
-    if (!db) return fail(db.takeError(), "upload B");
-    const bool i64 = plan->spec.out == OutType::Int64;
-    auto c = magicube::DeviceBuffer::allocate(std::max<size_t>(1, size_t(a.rows * n) * (i64 ? 8 : 4)));
-    if (!c) return fail(c.takeError(), "allocate C");
-    if (auto e = c->memset(0xAB)) return fail(std::move(e), "memset C");  // poison
+    // The library's pipeline: pack, upload, kernel, launch, download, verify.
+    auto pipe = Pipeline::spmm(plan->spec, a, random_dense(a.cols * n, p.rhs, mix(seed, 2)), n);
+    if (auto e = pipe->prepare(*plan)) return fail(std::move(e), "pack and upload");
+    if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
     auto kernel = Kernel::get(ctx_, *plan);
     if (!kernel) return fail(kernel.takeError(), "kernel");
     r.config += " " + (*kernel)->source().name + how;
     const Kernel &k = **kernel;
     // The first run, checked.
-    if (auto e = k.launch(*da, *db, c->ptr(), stream())) return fail(std::move(e), "launch");
+    if (auto e = pipe->launch(k, stream())) return fail(std::move(e), "launch");
     if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
       return fail(cuda_error("cudaStreamSynchronize after the first run", st), "run");
-    auto got = download_ints(*c, a.rows * n, i64);
-    if (!got) return fail(got.takeError(), "download C");
-    r.exact = check_spmm(a, b, n, *got);
+    auto checked = pipe->verify(kCheckBudget);
+    if (!checked) return fail(checked.takeError(), "verify");
+    r.exact = exact_text(*checked, "C");
     // Timed.
-    auto ms = median_ms(
-        stream_.get(), [&]() -> llvm::Error { return k.launch(*da, *db, c->ptr(), stream()); }, vopts_.timing);
+    auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe->launch(k, stream()); }, vopts_.timing);
     if (!ms) return fail(ms.takeError(), "timing");
     r.ms = *ms;
     r.tops = effective_tops(r.nnz_vectors, r.v, n, r.ms);
@@ -677,39 +546,22 @@ void Suite::ours_sddmm(const Problem &pb, const VectorSparse &mask, const Precis
     if (!plan) return fail(plan.takeError(), "plan");
     r.out = out_name(plan->spec.out);
     r.config = to_string(plan->spec);
-    std::vector<int64_t> a = random_dense(mask.rows * k, p.lhs, mix(seed, 1));
-    std::vector<int64_t> b = random_dense(k * mask.cols, p.rhs, mix(seed, 2));  // column-major K x N
-    SrBcrs m = build_srbcrs(mask, 32, false, plan->shuffle);
-    auto pa = pack_sddmm_lhs(a, mask.rows, k, *plan);
-    if (!pa) return fail(pa.takeError(), "pack A");
-    auto pbk = pack_sddmm_rhs(b, k, mask.cols, *plan);
-    if (!pbk) return fail(pbk.takeError(), "pack B");
-    auto dm = upload_mask(m, mask);
-    if (!dm) return fail(dm.takeError(), "upload mask");
-    auto da = upload(*pa);
-    if (!da) return fail(da.takeError(), "upload A");
-    auto db = upload(*pbk);
-    if (!db) return fail(db.takeError(), "upload B");
-    const bool i64 = plan->spec.out == OutType::Int64;
-    int64_t count = mask.num_vectors() * mask.v;
-    auto out = magicube::DeviceBuffer::allocate(size_t(std::max<int64_t>(1, count)) * (i64 ? 8 : 4));
-    if (!out) return fail(out.takeError(), "allocate out");
-    if (auto e = out->memset(0xAB)) return fail(std::move(e), "memset out");
+    // The library's pipeline: pack, upload, kernel, launch, download, verify (B column-major K x N).
+    auto pipe = Pipeline::sddmm(plan->spec, mask, random_dense(mask.rows * k, p.lhs, mix(seed, 1)),
+                                random_dense(k * mask.cols, p.rhs, mix(seed, 2)), k, SparseLayout::Bcrs, 32);
+    if (auto e = pipe->prepare(*plan)) return fail(std::move(e), "pack and upload");
+    if (auto e = pipe->poison()) return fail(std::move(e), "poison out");
     auto kernel = Kernel::get(ctx_, *plan);
     if (!kernel) return fail(kernel.takeError(), "kernel");
     r.config += " " + (*kernel)->source().name + how;
     const Kernel &kern = **kernel;
-    if (auto e = kern.launch_sddmm(*dm, *da, *db, out->ptr(), SparseLayout::Bcrs, stream()))
-      return fail(std::move(e), "launch");
+    if (auto e = pipe->launch(kern, stream())) return fail(std::move(e), "launch");
     if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
       return fail(cuda_error("cudaStreamSynchronize after the first run", st), "run");
-    auto got = download_ints(*out, count, i64);
-    if (!got) return fail(got.takeError(), "download out");
-    r.exact = check_sddmm(mask, a, b, k, *got);
-    auto ms = median_ms(
-        stream_.get(),
-        [&]() -> llvm::Error { return kern.launch_sddmm(*dm, *da, *db, out->ptr(), SparseLayout::Bcrs, stream()); },
-        vopts_.timing);
+    auto checked = pipe->verify(kCheckBudget);
+    if (!checked) return fail(checked.takeError(), "verify");
+    r.exact = exact_text(*checked, "out");
+    auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe->launch(kern, stream()); }, vopts_.timing);
     if (!ms) return fail(ms.takeError(), "timing");
     r.ms = *ms;
     r.tops = effective_tops(r.nnz_vectors, r.v, k, r.ms);

@@ -1,4 +1,6 @@
 #include "runtime/autotune.h"
+#include "runtime/dispatch.h"
+#include "runtime/pipeline.h"
 #include "runtime/timing.h"
 
 #include <algorithm>
@@ -510,210 +512,12 @@ llvm::Error TuneStore::save(const TuneRecord &r) const {
 
 namespace {
 
-// The output element as the kernel stores it (ints sign-extended, float bits zero-extended).
-int64_t stored(const OpSpec &spec, int64_t acc, const EpilogueArgs &args, int64_t row, int64_t col) {
-  switch (spec.out) {
-    case OutType::Int32: return int32_t(uint32_t(uint64_t(acc)));
-    case OutType::Int64: return acc;
-    case OutType::F32: return f32_bits(dequantize(spec, acc, args, row, col));
-    case OutType::F16: return f16_bits(dequantize(spec, acc, args, row, col));
-    case OutType::BF16: return bf16_bits(dequantize(spec, acc, args, row, col));
-  }
-  return acc;
-}
-
 std::vector<int64_t> random_values(std::mt19937_64 &rng, size_t count, const ElemType &t) {
   std::vector<int64_t> v(count);
   const uint64_t span = uint64_t(t.max_value() - t.min_value() + 1);
   for (int64_t &x : v) x = t.min_value() + int64_t(rng() % span);
   return v;
 }
-
-// Unit scales and a zero bias: the float epilogue runs with every pointer it needs.
-EpilogueArgs unit_epilogue(const OpSpec &spec, int64_t rows, int64_t cols) {
-  EpilogueArgs e;
-  if (!is_float(spec.out)) return e;
-  e.row_scale.assign(size_t(rows), 1.0f);
-  e.col_scale.assign(size_t(cols), 1.0f);
-  e.bias.assign(size_t(std::max(rows, cols)), 0.0f);
-  return e;
-}
-
-std::string chunks_key(const std::vector<Chunk> &cs) {
-  std::string s;
-  for (const Chunk &c : cs) s += c.str() + "/" + std::to_string(c.storage_bits) + " ";
-  return s;
-}
-
-// One op on one input, uploaded as each plan packs it (one upload per distinct packing).
-class Workload {
- public:
-  virtual ~Workload() = default;
-  virtual llvm::Error check(const Plan &p) const = 0;  // before anything is uploaded
-  virtual llvm::Error prepare(const Plan &p) = 0;      // the operands packed for p
-  virtual llvm::Error launch(const Kernel &k) = 0;     // asynchronous, on the null stream
-  virtual llvm::Error poison() = 0;                    // fills the output with 0xAB
-  virtual std::string verify(const Plan &p) = 0;       // after a synchronize: "" or the mismatch
-};
-
-class SpmmWorkload : public Workload {
- public:
-  SpmmWorkload(const OpSpec &base, const VectorSparse &a, int64_t n, uint64_t seed)
-      : spec_(base), a_(a), n_(n), epi_host_(unit_epilogue(base, a.rows, n)) {
-    std::mt19937_64 rng(seed);
-    b_ = random_values(rng, size_t(a.cols * n), base.rhs);
-  }
-  llvm::Error init() {
-    auto c = DeviceBuffer::allocate(std::max<size_t>(1, size_t(a_.rows * n_) * stored_bytes(spec_.out)));
-    if (!c) return c.takeError();
-    c_ = std::move(*c);
-    auto e = upload(epi_host_);
-    if (!e) return e.takeError();
-    epi_ = std::move(*e);
-    return llvm::Error::success();
-  }
-  llvm::Error check(const Plan &p) const override { return check_reduction_length(p, a_.max_block_length()); }
-  llvm::Error prepare(const Plan &p) override {
-    std::string lk = std::to_string(p.k_stride) + " " + chunks_key(p.lhs);
-    if (p.shuffle_b)
-      for (int x : p.shuffle) lk += "s" + std::to_string(x);
-    if (p.spec.resident) lk += " bank-balanced";
-    if (!lhs_.count(lk)) {
-      auto layout = build_srbcrs(a_, p);
-      if (!layout) return layout.takeError();
-      auto packed = pack_lhs(*layout, p);
-      if (!packed) return packed.takeError();
-      auto d = upload(*packed, *layout);
-      if (!d) return d.takeError();
-      lhs_.emplace(lk, std::move(*d));
-    }
-    std::string rk = chunks_key(p.rhs) + (p.spec.resident ? " slices of " + std::to_string(p.spec.bsn) : "");
-    if (!rhs_.count(rk)) {
-      auto packed = pack_rhs(b_, a_.cols, n_, p);
-      if (!packed) return packed.takeError();
-      auto d = upload(*packed);
-      if (!d) return d.takeError();
-      rhs_.emplace(rk, std::move(*d));
-    }
-    cur_a_ = &lhs_.at(lk);
-    cur_b_ = &rhs_.at(rk);
-    return llvm::Error::success();
-  }
-  llvm::Error launch(const Kernel &k) override { return k.launch(*cur_a_, *cur_b_, c_.ptr(), nullptr, &epi_); }
-  llvm::Error poison() override { return c_.memset(0xAB); }
-  std::string verify(const Plan &p) override {
-    if (want_.empty()) {
-      std::vector<int64_t> ref = reference_spmm(a_, b_, n_);
-      want_.resize(ref.size());
-      for (int64_t r = 0; r < a_.rows; ++r)
-        for (int64_t c = 0; c < n_; ++c) want_[r * n_ + c] = stored(spec_, ref[r * n_ + c], epi_host_, r, c);
-    }
-    auto got = download_stored(c_, a_.rows * n_, spec_.out);
-    if (!got) return llvm::toString(got.takeError());
-    for (size_t i = 0; i < want_.size(); ++i)
-      if ((*got)[i] != want_[i])
-        return fmt::format("not exact: C[{}, {}] = {}, expected {}", int64_t(i) / n_, int64_t(i) % n_, (*got)[i],
-                           want_[i]);
-    return "";
-  }
-
- private:
-  OpSpec spec_;
-  const VectorSparse &a_;
-  int64_t n_;
-  std::vector<int64_t> b_, want_;
-  EpilogueArgs epi_host_;
-  DeviceEpilogue epi_;
-  DeviceBuffer c_;
-  std::map<std::string, DeviceLhs> lhs_;
-  std::map<std::string, DeviceRhs> rhs_;
-  const DeviceLhs *cur_a_ = nullptr;
-  const DeviceRhs *cur_b_ = nullptr;
-};
-
-class SddmmWorkload : public Workload {
- public:
-  SddmmWorkload(const OpSpec &base, const VectorSparse &mask, int64_t k, const TuneOptions &opts)
-      : spec_(base), mask_(mask), k_(k), layout_(opts.sddmm_layout),
-        epi_host_(unit_epilogue(base, mask.rows, mask.cols)) {
-    std::mt19937_64 rng(opts.seed);
-    a_ = random_values(rng, size_t(mask.rows * k), base.lhs);
-    b_ = random_values(rng, size_t(k * mask.cols), base.rhs);
-    m_ = build_srbcrs(mask, opts.sddmm_stride, false, {0, 1, 2, 3, 4, 5, 6, 7});
-    count_ = (layout_ == SparseLayout::Bcrs ? mask.num_vectors() : m_.num_slots()) * mask.v;
-  }
-  llvm::Error init() {
-    auto dm = upload_mask(m_, mask_);
-    if (!dm) return dm.takeError();
-    dm_ = std::move(*dm);
-    auto out = DeviceBuffer::allocate(std::max<size_t>(1, size_t(count_) * stored_bytes(spec_.out)));
-    if (!out) return out.takeError();
-    out_ = std::move(*out);
-    auto e = upload(epi_host_);
-    if (!e) return e.takeError();
-    epi_ = std::move(*e);
-    return llvm::Error::success();
-  }
-  llvm::Error check(const Plan &p) const override { return check_reduction_length(p, k_); }
-  llvm::Error prepare(const Plan &p) override {
-    std::string lk = chunks_key(p.lhs), rk = chunks_key(p.rhs);
-    if (!lhs_.count(lk)) {
-      auto packed = pack_sddmm_lhs(a_, mask_.rows, k_, p);
-      if (!packed) return packed.takeError();
-      auto d = upload(*packed);
-      if (!d) return d.takeError();
-      lhs_.emplace(lk, std::move(*d));
-    }
-    if (!rhs_.count(rk)) {
-      auto packed = pack_sddmm_rhs(b_, k_, mask_.cols, p);
-      if (!packed) return packed.takeError();
-      auto d = upload(*packed);
-      if (!d) return d.takeError();
-      rhs_.emplace(rk, std::move(*d));
-    }
-    cur_a_ = &lhs_.at(lk);
-    cur_b_ = &rhs_.at(rk);
-    return llvm::Error::success();
-  }
-  llvm::Error launch(const Kernel &k) override {
-    return k.launch_sddmm(dm_, *cur_a_, *cur_b_, out_.ptr(), layout_, nullptr, &epi_);
-  }
-  llvm::Error poison() override { return out_.memset(0xAB); }
-  std::string verify(const Plan &p) override {
-    if (ref_.empty()) ref_ = reference_sddmm(mask_, a_, b_, k_);
-    auto got = download_stored(out_, count_, spec_.out);
-    if (!got) return llvm::toString(got.takeError());
-    const int v = mask_.v;
-    for (int64_t blk = 0; blk < mask_.num_blocks(); ++blk)
-      for (int64_t i = mask_.block_ptr[blk]; i < mask_.block_ptr[blk + 1]; ++i)
-        for (int r = 0; r < v; ++r) {
-          int64_t row = blk * v + r;
-          if (row >= mask_.rows) continue;  // rows past M are not written
-          int64_t slot = m_.row_ptr[2 * blk] + (i - mask_.block_ptr[blk]);
-          int64_t at = layout_ == SparseLayout::Bcrs ? i * v + r : m_.value_index(slot, r);
-          int64_t want = stored(spec_, ref_[i * v + r], epi_host_, row, mask_.col[i]);
-          if ((*got)[at] != want)
-            return fmt::format("not exact: vector {} (row {}, column {}) = {}, expected {}", i, row, mask_.col[i],
-                               (*got)[at], want);
-        }
-    return "";
-  }
-
- private:
-  OpSpec spec_;
-  const VectorSparse &mask_;
-  int64_t k_;
-  SparseLayout layout_;
-  std::vector<int64_t> a_, b_, ref_;
-  EpilogueArgs epi_host_;
-  SrBcrs m_;
-  int64_t count_ = 0;
-  DeviceMask dm_;
-  DeviceEpilogue epi_;
-  DeviceBuffer out_;
-  std::map<std::string, DeviceDense> lhs_, rhs_;
-  const DeviceDense *cur_a_ = nullptr, *cur_b_ = nullptr;
-};
 
 // NVRTC-compiles every plan for the device, in parallel (through the process's compile
 // cache, so Kernel::get finds the cubins); the error text of each plan that fails ("" if none).
@@ -742,13 +546,60 @@ std::vector<std::string> precompile(const Context &ctx, const std::vector<Enumer
 }
 
 
-llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const MatrixSignature &sig, Workload &work,
+// The candidates worth timing: within opts.prune of the cheapest plan (Plan::cost) of the same
+// knobs, then the opts.max_candidates cheapest; the policy's choice (the untuned default) is
+// always kept.
+std::vector<Enumerated> prune(std::vector<Enumerated> cands, const OpSpec &policy, const TuneOptions &opts) {
+  if (opts.prune > 0) {
+    std::map<std::string, double> best;  // knobs -> the cheapest plan's cost
+    for (const Enumerated &c : cands) {
+      auto [it, fresh] = best.emplace(to_string(c.candidate.spec), c.plan.cost);
+      if (!fresh) it->second = std::min(it->second, c.plan.cost);
+    }
+    std::vector<Enumerated> kept;
+    for (Enumerated &c : cands)
+      if (c.plan.cost <= opts.prune * best[to_string(c.candidate.spec)] || (c.candidate.spec == policy && c.candidate.plan == 0))
+        kept.push_back(std::move(c));
+    cands = std::move(kept);
+  }
+  if (opts.max_candidates > 0 && cands.size() > size_t(opts.max_candidates)) {
+    std::stable_sort(cands.begin(), cands.end(), [&](const Enumerated &x, const Enumerated &y) {
+      const bool px = x.candidate.spec == policy && x.candidate.plan == 0, py = y.candidate.spec == policy && y.candidate.plan == 0;
+      if (px != py) return px;  // the policy's choice first
+      return x.plan.cost < y.plan.cost;
+    });
+    cands.resize(size_t(opts.max_candidates));
+  }
+  return cands;
+}
+
+llvm::Expected<std::vector<Enumerated>> timed_enumerated(const OpSpec &base, const MatrixSignature &sig,
+                                                         const DeviceFacts &dev, const TuneOptions &opts) {
+  auto all = enumerate(base, opts);
+  if (!all) return all.takeError();
+  // The policy's choice is timed too (it may hold knob values the grid does not: automatic
+  // ring depth, a pinned knob): it is the untuned default tune reports its gain over.
+  const OpSpec policy = policy_spec(base, &sig, dev).spec;
+  if (std::none_of(all->begin(), all->end(), [&](const Enumerated &c) { return c.candidate.spec == policy && c.candidate.plan == 0; }))
+    if (auto ps = plan_candidates(policy)) {
+      Enumerated e{{policy, knobs_of(policy), 0, plan_id(ps->front())}, ps->front()};
+      all->insert(all->begin(), std::move(e));
+    } else {
+      llvm::consumeError(ps.takeError());
+    }
+  std::vector<Enumerated> kept = prune(std::move(*all), policy, opts);
+  if (kept.empty()) return err("tune " + to_string(base) + ": no candidate is left to time");
+  return kept;
+}
+
+llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const MatrixSignature &sig, Pipeline &work,
                                 const TuneOptions &opts) {
   if (opts.repeat < 1) return err("tune: repeat=" + llvm::Twine(opts.repeat) + " is not allowed (allowed: >= 1)");
   if (opts.warmup < 0) return err("tune: warmup=" + llvm::Twine(opts.warmup) + " is not allowed (allowed: >= 0)");
-  auto cands = enumerate(base, opts);
-  if (!cands) return cands.takeError();
   if (auto e = ctx.make_current()) return e;
+  auto timed = timed_enumerated(base, sig, device_facts(ctx), opts);
+  if (!timed) return timed.takeError();
+  auto cands = std::make_unique<std::vector<Enumerated>>(std::move(*timed));
 
   TuneResult result;
   result.key = make_tune_key(base, ctx.name(), sig);
@@ -756,10 +607,16 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
   result.warmup = opts.warmup;
   result.repeat = opts.repeat;
   result.created = int64_t(std::time(nullptr));
+  auto progress = [&](const char *stage, size_t done, const Candidate *c) {
+    if (opts.progress) opts.progress(TuneProgress{stage, done, cands->size(), c ? c->str() : std::string()});
+  };
 
+  progress("compile", 0, nullptr);
   std::vector<std::string> compile_errors = precompile(ctx, *cands, opts.compile_threads);
+  progress("compile", cands->size(), nullptr);
 
-  // Times one candidate; the error (or mismatch) is the reason it is skipped.
+  // Times one candidate through the library's pipeline; the error (or mismatch) is the reason
+  // it is skipped.
   auto time_one = [&](const Enumerated &c, CandidateTiming &t) -> llvm::Error {
     if (auto e = work.check(c.plan)) return e;
     if (auto e = work.prepare(c.plan)) return e;
@@ -770,8 +627,14 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
       if (auto e = work.poison()) return e;
     if (auto e = work.launch(**k)) return e;
     if (auto e = ctx.synchronize()) return e;
-    if (opts.verify)
-      if (std::string bad = work.verify(c.plan); !bad.empty()) return err(bad);
+    if (opts.verify) {
+      auto v = work.verify();
+      if (!v) return v.takeError();
+      if (!v->exact())
+        return err(fmt::format("not exact: element {} (row {}, column {}) = {}, expected {} ({} of {} differ)",
+                               v->first ? v->first->at : 0, v->first ? v->first->row : 0, v->first ? v->first->col : 0,
+                               v->first ? v->first->got : 0, v->first ? v->first->want : 0, v->differ, v->checked));
+    }
     auto timed = time_launches(ctx, [&] { return work.launch(**k); },
                                TimingOptions{opts.warmup, opts.repeat, opts.filler_bytes});
     if (!timed) return timed.takeError();
@@ -799,6 +662,7 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
       log().debug("tune {}: {} median {:.4f} ms", to_string(base), c.candidate.str(), t.median_ms);
     if (t.ok && (best < 0 || t.median_ms < result.timings[best].median_ms)) best = int(i);
     result.timings.push_back(std::move(t));
+    progress("time", i + 1, &c.candidate);
   }
   if (best < 0) {
     std::string why;
@@ -832,9 +696,9 @@ llvm::Expected<TuneResult> tune_spmm(const Context &ctx, const OpSpec &base, con
   if (a.rows <= 0 || a.cols <= 0)
     return err("tune_spmm: the matrix is " + llvm::Twine(a.rows) + " x " + llvm::Twine(a.cols) + " (empty)");
   if (auto e = ctx.make_current()) return e;
-  SpmmWorkload work(base, a, n, opts.seed);
-  if (auto e = work.init()) return e;
-  return tune(ctx, base, spmm_signature(a, n), work, opts);
+  std::mt19937_64 rng(opts.seed);
+  auto work = Pipeline::spmm(base, a, random_values(rng, size_t(a.cols * n), base.rhs), n);
+  return tune(ctx, base, spmm_signature(a, n), *work, opts);
 }
 
 llvm::Expected<TuneResult> tune_sddmm(const Context &ctx, const OpSpec &base, const VectorSparse &mask, int64_t k,
@@ -849,9 +713,20 @@ llvm::Expected<TuneResult> tune_sddmm(const Context &ctx, const OpSpec &base, co
   if (opts.sddmm_stride < 1 || opts.sddmm_stride > 1024)
     return err("tune_sddmm: sddmm_stride=" + llvm::Twine(opts.sddmm_stride) + " is not allowed (allowed: 1..1024)");
   if (auto e = ctx.make_current()) return e;
-  SddmmWorkload work(base, mask, k, opts);
-  if (auto e = work.init()) return e;
-  return tune(ctx, base, sddmm_signature(mask, k), work, opts);
+  std::mt19937_64 rng(opts.seed);
+  std::vector<int64_t> a = random_values(rng, size_t(mask.rows * k), base.lhs);
+  std::vector<int64_t> b = random_values(rng, size_t(k * mask.cols), base.rhs);
+  auto work = Pipeline::sddmm(base, mask, std::move(a), std::move(b), k, opts.sddmm_layout, opts.sddmm_stride);
+  return tune(ctx, base, sddmm_signature(mask, k), *work, opts);
+}
+
+llvm::Expected<std::vector<Candidate>> timed_candidates(const OpSpec &base, const MatrixSignature &sig,
+                                                       const DeviceFacts &dev, const TuneOptions &opts) {
+  auto e = timed_enumerated(base, sig, dev, opts);
+  if (!e) return e.takeError();
+  std::vector<Candidate> out;
+  for (const Enumerated &x : *e) out.push_back(x.candidate);
+  return out;
 }
 
 // ---- lookup ------------------------------------------------------------------------------

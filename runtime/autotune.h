@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -74,6 +75,14 @@ struct Candidate {
   std::string run_flags() const;  // "--bsn=128 --no-prefetch --candidate=1"
 };
 
+// Where tuning is: stage "compile" (done = 0 before the parallel NVRTC compiles, total
+// after) or "time" (done candidates of total timed, `candidate` the last one).
+struct TuneProgress {
+  std::string stage;
+  size_t done = 0, total = 0;
+  std::string candidate;
+};
+
 struct TuneOptions {
   // Values to try per knob name (a knob not named here: its knob_table() values).
   std::map<std::string, std::vector<int>> knob_values;
@@ -85,6 +94,14 @@ struct TuneOptions {
   bool save = true;         // write the record to the store
   std::string store_dir;    // empty: TuneStore::default_path()
   int compile_threads = 0;  // parallel NVRTC compiles before timing; 0: min(16, cores)
+  // The cost model prunes before anything compiles: a candidate is timed only when its plan's
+  // cost (Plan::cost) is within `prune` times the cheapest plan of the same knobs (0: keep
+  // all), and at most `max_candidates` of the cheapest are timed (0: no limit). The
+  // policy's choice (the untuned default) is always timed.
+  double prune = 1.5;
+  int max_candidates = 32;
+  // Called from the tuning thread as it goes (may be empty).
+  std::function<void(const TuneProgress &)> progress;
   // A device memset enqueued ahead of each candidate's timed launches keeps the GPU busy
   // while the host enqueues them, so host launch latency is not timed (0: none).
   size_t filler_bytes = size_t(256) << 20;
@@ -181,6 +198,13 @@ class TuneStore {
 };
 
 // ---- tuning and lookup -------------------------------------------------------------------
+
+struct DeviceFacts;
+// The candidates tune_spmm/tune_sddmm time for this matrix on `dev`: tuning_candidates pruned
+// by the cost model (TuneOptions::prune, max_candidates), the policy's choice always first
+// among equals. No GPU.
+llvm::Expected<std::vector<Candidate>> timed_candidates(const OpSpec &base, const MatrixSignature &sig,
+                                                       const DeviceFacts &dev, const TuneOptions &opts = {});
 
 struct TuneResult : TuneRecord {
   std::string path;  // the record's file

@@ -805,3 +805,32 @@ TEST(AutotuneCli, TunePrintsTheTableAndStoresTheChoice) {
   ASSERT_EQ(files.size(), 1u);
   EXPECT_TRUE(llvm::StringRef(files[0]).endswith(".json")) << files[0];
 }
+
+// The cost model prunes before anything compiles: far fewer candidates than the full grid,
+// each within `prune` of the cheapest plan of its knobs, the policy's choice among them.
+TEST(Autotune, CostModelPrunesTheCandidatesAndKeepsThePolicysChoice) {
+  OpSpec base = kBase;
+  base.rhs = {8, true};
+  const MatrixSignature sig = spmm_signature(bernoulli(9, 1024, 1024, 8, 0.7, {8, true}), 256);
+  const DeviceFacts dev = DeviceFacts::reference_for(90);
+  auto all = tuning_candidates(base);
+  ASSERT_TRUE(bool(all));
+  TuneOptions opts;
+  auto kept = timed_candidates(base, sig, dev, opts);
+  ASSERT_TRUE(bool(kept)) << llvm::toString(kept.takeError());
+  EXPECT_LE(kept->size(), size_t(opts.max_candidates));
+  EXPECT_LT(kept->size(), all->size());
+  const OpSpec policy = policy_spec(base, &sig, dev).spec;
+  EXPECT_TRUE(std::any_of(kept->begin(), kept->end(), [&](const Candidate &c) { return c.spec == policy && c.plan == 0; }))
+      << "the untuned default is always timed";
+  for (const Candidate &c : *kept) {
+    auto ps = plan_candidates(c.spec);
+    ASSERT_TRUE(bool(ps));
+    EXPECT_LE((*ps)[c.plan].cost, opts.prune * ps->front().cost + 1e-9) << c.str();
+  }
+  opts.prune = 0;
+  opts.max_candidates = 0;
+  auto everything = timed_candidates(base, sig, dev, opts);
+  ASSERT_TRUE(bool(everything));
+  EXPECT_GE(everything->size(), all->size()) << "prune 0 and no limit: the whole grid (and the policy's choice)";
+}

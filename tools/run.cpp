@@ -26,65 +26,15 @@
 #include "runtime/kernel.h"
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
+#include "runtime/pipeline.h"
 #include "runtime/timing.h"
-#include "support/parallel.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
 namespace magicube::tool {
 
 namespace {
-// Calls fn(b0, b1) on disjoint row-block ranges covering [0, nb), on the host's cores.
-void parallel_blocks(int64_t nb, const std::function<void(int64_t, int64_t)> &fn) {
-  const int64_t parts = std::clamp<int64_t>(hardware_threads(), 1, std::max<int64_t>(nb, 1));
-  parallel_for(size_t(parts), [&](size_t t) {
-    const int64_t b0 = nb * int64_t(t) / parts, b1 = nb * int64_t(t + 1) / parts;
-    if (b0 < b1) fn(b0, b1);
-  });
-}
-
-// Row-blocks [b0, b1) of `a` as a matrix of their own (rows from b0 * V).
-VectorSparse block_slice(const VectorSparse &a, int64_t b0, int64_t b1) {
-  VectorSparse s;
-  s.v = a.v;
-  s.cols = a.cols;
-  s.rows = std::min(a.rows - b0 * a.v, (b1 - b0) * a.v);
-  int64_t v0 = a.block_ptr[b0], v1 = a.block_ptr[b1];
-  for (int64_t i = b0; i <= b1; ++i) s.block_ptr.push_back(a.block_ptr[i] - v0);
-  s.col.assign(a.col.begin() + v0, a.col.begin() + v1);
-  s.values.assign(a.values.begin() + v0 * a.v, a.values.begin() + v1 * a.v);
-  return s;
-}
-
-// C = A x B in int64 with reference_spmm, row-blocks split across the host's cores.
-std::vector<int64_t> spmm_reference(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n) {
-  std::vector<int64_t> c(size_t(a.rows * n), 0);
-  parallel_blocks(a.num_blocks(), [&](int64_t b0, int64_t b1) {
-    std::vector<int64_t> part = reference_spmm(block_slice(a, b0, b1), b, n);
-    std::copy(part.begin(), part.end(), c.begin() + b0 * a.v * n);
-  });
-  return c;
-}
-
-// reference_sddmm (out[i * V + r] for vector i, row r), row-blocks split across the cores.
-std::vector<int64_t> sddmm_reference(const VectorSparse &mask, const std::vector<int64_t> &a,
-                                     const std::vector<int64_t> &b, int64_t k) {
-  std::vector<int64_t> out(size_t(mask.num_vectors() * mask.v), 0);
-  parallel_blocks(mask.num_blocks(), [&](int64_t b0, int64_t b1) {
-    VectorSparse s = block_slice(mask, b0, b1);
-    std::vector<int64_t> rows(a.begin() + b0 * mask.v * k, a.begin() + (b0 * mask.v + s.rows) * k);
-    std::vector<int64_t> part = reference_sddmm(s, rows, b, k);
-    std::copy(part.begin(), part.end(), out.begin() + mask.block_ptr[b0] * mask.v);
-  });
-  return out;
-}
-
-// The bits a float output stores for the double x, and the value of stored bits.
-int64_t stored_bits(OutType t, double x) {
-  if (t == OutType::F32) return f32_bits(x);
-  if (t == OutType::F16) return f16_bits(x);
-  return bf16_bits(x);
-}
+// The value of stored bits.
 double stored_value(OutType t, int64_t bits) {
   if (t == OutType::F16) return f16_value(uint16_t(bits));
   if (t == OutType::BF16) return bf16_value(uint16_t(bits));
@@ -231,80 +181,18 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
         fmt::format(" (mask stride {})", r.stride));
   llvm::outs().flush();
 
-  // ---- pack and upload; the launch of either op ----
-  std::optional<DeviceLhs> d_lhs;
-  std::optional<DeviceRhs> d_rhs;
-  std::optional<DeviceMask> d_mask;
-  std::optional<DeviceDense> d_a, d_b;
-  SrBcrs mask_layout;
-  int64_t count = 0;  // output elements
-  if (!sddmm) {
-    auto layout = build_srbcrs(*sparse, plan);
-    if (!layout) return fail(layout.takeError());
-    auto pa = pack_lhs(*layout, plan);
-    if (!pa) return fail(pa.takeError());
-    auto pb = pack_rhs(b, k, n, plan);
-    if (!pb) return fail(pb.takeError());
-    auto da = upload(*pa, *layout);
-    if (!da) return fail(da.takeError());
-    auto db = upload(*pb);
-    if (!db) return fail(db.takeError());
-    d_lhs.emplace(std::move(*da));
-    d_rhs.emplace(std::move(*db));
-    count = m * n;
-  } else {
-    mask_layout = build_srbcrs(*sparse, r.stride, false, plan.shuffle);
-    auto pa = pack_sddmm_lhs(a, m, k, plan);
-    if (!pa) return fail(pa.takeError());
-    auto pb = pack_sddmm_rhs(b, k, n, plan);
-    if (!pb) return fail(pb.takeError());
-    auto dm = upload_mask(mask_layout, *sparse);
-    if (!dm) return fail(dm.takeError());
-    auto da = upload(*pa);
-    if (!da) return fail(da.takeError());
-    auto db = upload(*pb);
-    if (!db) return fail(db.takeError());
-    d_mask.emplace(std::move(*dm));
-    d_a.emplace(std::move(*da));
-    d_b.emplace(std::move(*db));
-    count = (out_layout == SparseLayout::Bcrs ? sparse->num_vectors() : mask_layout.num_slots()) * spec->v;
-  }
-
-  // The exact reference, and every checked element: fn(at, exact, row, col).
-  const std::vector<int64_t> want = sddmm ? sddmm_reference(*sparse, a, b, k) : spmm_reference(*sparse, b, n);
-  auto for_each_element = [&](auto &&fn) {
-    if (!sddmm) {
-      for (int64_t i = 0; i < m * n; ++i) fn(i, want[i], i / n, i % n);
-      return;
-    }
-    const VectorSparse &mask = *sparse;
-    for (int64_t blk = 0; blk < mask.num_blocks(); ++blk)
-      for (int64_t i = mask.block_ptr[blk]; i < mask.block_ptr[blk + 1]; ++i)
-        for (int rr = 0; rr < mask.v; ++rr) {
-          int64_t row = blk * mask.v + rr;
-          if (row >= m) continue;  // rows past M are not written
-          int64_t slot = mask_layout.row_ptr[2 * blk] + (i - mask.block_ptr[blk]);
-          int64_t at = out_layout == SparseLayout::Bcrs ? i * mask.v + rr : mask_layout.value_index(slot, rr);
-          fn(at, want[i * mask.v + rr], row, int64_t(mask.col[i]));
-        }
-  };
-
-  EpilogueArgs epi;
-  std::optional<DeviceEpilogue> d_epi;
-  if (floating) {
+  // ---- the library's pipeline: pack, upload, kernel, launch, download, verify ----
+  std::unique_ptr<Pipeline> pipe =
+      sddmm ? Pipeline::sddmm(plan.spec, *sparse, std::move(a), std::move(b), k, out_layout, r.stride)
+            : Pipeline::spmm(plan.spec, *sparse, std::move(b), n);
+  if (floating) {  // random scales and bias that bring the largest |result| to about 64
     double amax = 0;
-    for_each_element([&](int64_t, int64_t x, int64_t, int64_t) { amax = std::max(amax, std::fabs(double(x))); });
-    epi = draw_epilogue(plan.spec, m, n, amax, rng);
-    auto de = upload(epi);
-    if (!de) return fail(de.takeError());
-    d_epi.emplace(std::move(*de));
-    llvm::outs() << "epilogue  " << epilogue_str(plan.spec, epi) << "\n";
+    for (int64_t x : pipe->reference()) amax = std::max(amax, std::fabs(double(x)));
+    pipe->set_epilogue(draw_epilogue(plan.spec, m, n, amax, rng));
+    llvm::outs() << "epilogue  " << epilogue_str(plan.spec, pipe->epilogue()) << "\n";
   }
-  const DeviceEpilogue *epi_ptr = d_epi ? &*d_epi : nullptr;
-
-  auto c = DeviceBuffer::allocate(std::max<size_t>(1, size_t(count) * stored_bytes(plan.spec.out)));
-  if (!c) return fail(c.takeError());
-  if (auto e = c->memset(0xAB)) return fail(std::move(e));  // poison: every element must be written
+  if (auto e = pipe->prepare(plan)) return fail(std::move(e));
+  if (auto e = pipe->poison()) return fail(std::move(e));  // every element must be written
 
   CompileCache::Stats before = CompileCache::process().stats();
   auto t0 = std::chrono::steady_clock::now();
@@ -319,68 +207,38 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
                << fmt::format("load      {:.1f} ms ({}, loaded for {})\n", load_ms, from,
                                 arch_name((*kernel)->arch()));
   llvm::outs().flush();
-
-  auto launch = [&]() -> llvm::Error {
-    if (!sddmm) return (*kernel)->launch(*d_lhs, *d_rhs, c->ptr(), nullptr, epi_ptr);
-    return (*kernel)->launch_sddmm(*d_mask, *d_a, *d_b, c->ptr(), out_layout, nullptr, epi_ptr);
-  };
+  auto launch = [&]() -> llvm::Error { return pipe->launch(**kernel); };
 
   // One checked run.
   if (auto e = launch()) return fail(std::move(e));
   if (auto e = ctx->synchronize()) return fail(std::move(e));
-  auto got = download_stored(*c, count, plan.spec.out);
-  if (!got) return fail(got.takeError());
-
-  struct Mismatch {
-    int64_t at, row, col, got, want;
-    double x;
-  };
-  std::optional<Mismatch> first;
-  int64_t checked = 0, differ = 0, nonfinite = 0;
-  double max_rel = 0;
+  auto checked = pipe->verify();
+  if (!checked) return fail(checked.takeError());
   const OutType out = plan.spec.out;
-  for_each_element([&](int64_t at, int64_t exact, int64_t row, int64_t col) {
-    ++checked;
-    double x = 0;
-    int64_t expect = exact;
-    if (floating) {
-      x = dequantize(plan.spec, exact, epi, row, col);
-      expect = stored_bits(out, x);
-    }
-    int64_t g = (*got)[at];
-    if (g != expect) {
-      if (!differ++) first = Mismatch{at, row, col, g, expect, x};
-      return;
-    }
-    if (floating) {
-      double y = stored_value(out, g);
-      if (!std::isfinite(y)) ++nonfinite;
-      else if (x != 0) max_rel = std::max(max_rel, std::fabs(y - x) / std::fabs(x));
-    }
-  });
   const char *name = sddmm ? "S" : "C";
-  if (differ) {
-    const Mismatch &w = *first;
+  const Verification &v = *checked;
+  if (v.differ) {
+    const Verification::Mismatch &w = *v.first;
     std::string where = fmt::format("{}[{}, {}]", name, w.row, w.col);
     if (sddmm) where += fmt::format(" (output element {})", w.at);
     if (!floating)
       llvm::outs() << fmt::format("exact: no: {} = {}, expected {} ({} of {} elements differ)\n", where, w.got, w.want,
-                                  differ, checked);
+                                  v.differ, v.checked);
     else
       llvm::outs() << fmt::format(
           "exact: no: {} has bits 0x{:x} ({:.9g}), expected 0x{:x} ({:.9g}, the rounding of {:.17g}) ({} of {} "
           "elements differ)\n",
-          where, w.got, stored_value(out, w.got), w.want, stored_value(out, w.want), w.x, differ, checked);
+          where, w.got, stored_value(out, w.got), w.want, stored_value(out, w.want), w.value, v.differ, v.checked);
     return 1;
   }
   if (!floating) {
-    llvm::outs() << "exact: yes (" << checked << " elements equal the int64 reference)\n";
+    llvm::outs() << "exact: yes (" << v.checked << " elements equal the int64 reference)\n";
   } else {
     llvm::outs() << "exact: yes (bitwise equal to the rounded double reference)\n"
                  << fmt::format("error     max relative error {:.3e} vs the double reference over {} elements ({} unit "
                                 "roundoff {:.3e})",
-                                max_rel, checked, out_name(out), unit_roundoff(out));
-    if (nonfinite) llvm::outs() << fmt::format("; {} element(s) beyond {}'s range, stored as inf", nonfinite, out_name(out));
+                                v.max_rel, v.checked, out_name(out), unit_roundoff(out));
+    if (v.nonfinite) llvm::outs() << fmt::format("; {} element(s) beyond {}'s range, stored as inf", v.nonfinite, out_name(out));
     llvm::outs() << "\n";
   }
   llvm::outs().flush();

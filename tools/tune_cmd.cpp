@@ -67,6 +67,12 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   opts.verify = t.verify;
   opts.sddmm_stride = r.stride;
   opts.sddmm_layout = r.layout == "srbcrs" ? SparseLayout::SrBcrs : SparseLayout::Bcrs;
+  opts.progress = [](const TuneProgress &p) {  // on stderr, so the table on stdout stays clean
+    if (p.stage == "compile" && p.done == 0)
+      llvm::errs() << "tune: compiling " << p.total << " candidates (pruned by the cost model) in parallel\n";
+    else if (p.stage == "time")
+      llvm::errs() << fmt::format("tune: [{}/{}] {}\n", p.done, p.total, p.candidate);
+  };
   {  // refuse a spec that cannot be planned before looking for a GPU
     auto cands = tuning_candidates(*spec, opts);
     if (!cands) return fail(cands.takeError());
