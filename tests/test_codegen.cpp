@@ -227,7 +227,7 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   EXPECT_EQ(p->launch.dynamic_smem(4096), 4096u * 32);
   EXPECT_EQ(p->launch.dynamic_smem(3), 8u * 32) << "pads gather rows 0..7";
   EXPECT_NE(ks->source.find("extern __shared__"), std::string::npos);
-  EXPECT_NE(ks->source.find("sw0 = ((row >> 2) & 1)"), std::string::npos) << "32-byte rows swizzle their two units";
+  EXPECT_NE(ks->source.find("sw0 = (row >> 2) & 1;"), std::string::npos) << "32-byte rows swizzle their two units";
   EXPECT_NE(ks->source.find("    int ldb,  // the slice width (BSn)\n    int K  // B's rows\n"), std::string::npos)
       << "the resident kernel takes K after ldb";
   // At K=4096 a 32-column slice fits the H100's 227 KiB; a 128-column slice of 16-bit B does not.
@@ -267,7 +267,8 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   EXPECT_EQ(kt->name, "magicube_spmm_s8s8_v8_n48r_pf_sm90");
   EXPECT_EQ(pt->launch.threads, 1024) << "three accumulator tiles: 32 warps";
   EXPECT_EQ(pt->launch.slice_bytes_per_k, 48);
-  EXPECT_NE(kt->source.find("sw0 = 0;"), std::string::npos);
+  EXPECT_EQ(kt->source.find("sw0"), std::string::npos) << "no swizzle: units at fixed offsets";
+  EXPECT_NE(kt->source.find("sb0 + brow0 + 32)"), std::string::npos);
   EXPECT_NE(kt->source.find("acc_g0_r0_t2"), std::string::npos);
   EXPECT_EQ(kt->source.find("acc_g0_r0_t3"), std::string::npos);
   EXPECT_EQ(resident_swizzle(5, 3), 0);
