@@ -374,7 +374,7 @@ Expr call(const std::string &fn, const std::vector<Expr> &args) {
   for (size_t i = 0; i < args.size(); ++i) t += (i ? ", " : "") + ExprBuilder::argument(args[i]);
   return Expr::code(t + ")", kPrimary);
 }
-Expr index(const Expr &base, const Expr &i) {
+Expr at(const Expr &base, const Expr &i) {
   return Expr::code(ExprBuilder::operand(base, kPrimary) + "[" + ExprBuilder::argument(i) + "]", kPrimary);
 }
 Expr cast(const std::string &type, const Expr &x) {
@@ -418,22 +418,23 @@ std::vector<std::string> split_points(const std::string &s, bool &one_per_line) 
     ++i;
   }
   // An asm statement's operand lists (" :: "), then commas, conditionals, logic, sums.
-  static const char *const kinds[] = {" :: ", ",", " : ", " || ", " && ", " | ", " + "};
-  constexpr int kComma = 1, kColon = 2;
+  static const char *const kinds[] = {" :: ", ",", " : ", " || ", " && ", " | ", " + ", " = "};
+  constexpr int kComma = 1, kColon = 2, kAssign = 7;
   int best_depth = 1 << 20, best_kind = 0;
   std::vector<std::pair<size_t, size_t>> cuts;  // [end of piece, start of next)
-  for (int k = 0; k < 7; ++k) {
+  for (int k = 0; k < 8; ++k) {
+    if (k == kAssign && !cuts.empty()) break;  // after ' = ' only when nothing else breaks
     const std::string tok = kinds[k];
     for (size_t i = 0; i + tok.size() <= s.size(); ++i) {
       if (in_lit[i] || s.compare(i, tok.size(), tok) != 0) continue;
       if (k == kComma && (i + 1 >= s.size() || s[i + 1] != ' ')) continue;
       if (k == kColon && ((i > 0 && s[i - 1] == ':') || (i + 3 < s.size() && s[i + 3] == ':'))) continue;
-      if (depth[i] < best_depth || (depth[i] == best_depth && k < best_kind)) {
+      if (depth[i] < best_depth || (depth[i] == best_depth && k < best_kind) || cuts.empty()) {
         best_depth = depth[i], best_kind = k;
         cuts.clear();
       }
       if (depth[i] == best_depth && k == best_kind)
-        cuts.push_back(k == kComma ? std::pair{i + 1, i + 2} : std::pair{i, i + 1});
+        cuts.push_back(k == kComma ? std::pair{i + 1, i + 2} : k == kAssign ? std::pair{i + 2, i + 3} : std::pair{i, i + 1});
     }
   }
   one_per_line = best_kind == kColon;  // a chain of conditionals: one alternative a line
@@ -546,6 +547,16 @@ void Emitter::decl_only(const std::string &type, const std::string &name, const 
 
 void Emitter::assign(const Expr &lhs, const Expr &rhs, const std::string &comment) {
   line(lhs.str() + " = " + rhs.str() + ";", comment);
+}
+
+void Emitter::guarded(const Expr &cond, const std::string &stmt, const std::string &comment) {
+  if (cond.is(0)) return;
+  if (cond.known()) return line(stmt, comment);
+  const std::string one = "if (" + cond.str() + ") " + stmt;
+  if (int(indent().size() + one.size() + (comment.empty() ? 0 : 4 + comment.size())) <= width_) return line(one, comment);
+  open("if (" + cond.str() + ")", comment);
+  line(stmt);
+  close();
 }
 
 void Emitter::open(const std::string &head, const std::string &comment) {

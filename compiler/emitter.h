@@ -109,7 +109,7 @@ Expr land(const Expr &a, const Expr &b);  // a && b
 Expr lor(const Expr &a, const Expr &b);   // a || b
 Expr select(const Expr &c, const Expr &a, const Expr &b);  // c ? a : b
 Expr call(const std::string &fn, const std::vector<Expr> &args);
-Expr index(const Expr &base, const Expr &i);  // base[i]
+Expr at(const Expr &base, const Expr &i);  // base[i] (not `index`: POSIX has one)
 Expr cast(const std::string &type, const Expr &x);  // (type)x
 // ptr + idx with idx's summands added one by one (`ptr + a + b`, not `ptr + (a + b)`): each
 // term reaches the pointer on its own, in 64 bits.
@@ -121,7 +121,7 @@ Expr neg(const Expr &x);    // -x
 // Writes indented lines. A scope is an indentation level with its own declared names; a
 // name declared twice in one scope is a generator bug, reported by errors(). Lines longer
 // than the width are wrapped at their outermost commas (or before their outermost
-// ' : ', ' || ', ' && ', ' | ' or ' + '), continued 4 columns in (a chain of
+// ' : ', ' || ', ' && ', ' | ', ' + ', else after ' = '), continued 4 columns in (a chain of
 // conditionals one alternative a line); a trailing comment that does not fit moves to its
 // own line above the code.
 class Emitter {
@@ -137,6 +137,9 @@ class Emitter {
   void decl(const std::string &type, const std::string &name, const Expr &init, const std::string &comment = "");
   void decl_only(const std::string &type, const std::string &name, const std::string &comment = "");
   void assign(const Expr &lhs, const Expr &rhs, const std::string &comment = "");  // lhs = rhs;
+  // `if (cond) stmt` on one line, or as a block when that does not fit; nothing when cond
+  // is known false, the statement alone when known true.
+  void guarded(const Expr &cond, const std::string &stmt, const std::string &comment = "");
 
   // `head {` ... `}`: one indentation level and one scope of names.
   void open(const std::string &head = "", const std::string &comment = "");

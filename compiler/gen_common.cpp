@@ -175,8 +175,8 @@ void KernelGen::zero_accumulators() {
 Expr KernelGen::load_reg(const std::string &plane, const Chunk &c, const Expr &idx) {
   const Expr base(plane);
   if (c.storage_bits == p.native_bits) {
-    const Expr at = c.storage_bits == 8 ? offset(base, idx) : base + idx / 2;
-    return cg::call("__ldg", {cast("const u32 *", at)});
+    const Expr ptr = c.storage_bits == 8 ? offset(base, idx) : base + idx / 2;
+    return cg::call("__ldg", {cast("const u32 *", ptr)});
   }
   helpers.use("u16");
   const Expr half = cg::call("__ldg", {cast("const u16 *", base + idx / 2)});
@@ -297,7 +297,7 @@ Expr KernelGen::rhs_reg(int j, const Expr &k0, const Expr &col, const Expr &kb) 
   for (int x = 0; x < kpr(); ++x) {
     const Expr row = slot_of(k0 + x);
     elems.push_back(call(c.storage_bits == 8 ? "mc_elem8" : "mc_elem4",
-                         {addr(index(index("sb" + S(j), row), 0)), col, c.is_signed ? "true" : "false"}));
+                         {addr(at(at("sb" + S(j), row), 0)), col, c.is_signed ? "true" : "false"}));
   }
   return call(p.native_bits == 8 ? "mc_pack8" : "mc_pack4", elems);
 }
@@ -380,16 +380,14 @@ void KernelGen::epilogue() {
         for (size_t j = 0; j < p.rhs.size(); ++j) {
           const std::vector<int> &chunks = p.groups[g].lhs_chunks;
           const int slots = int(chunks.size());
-          Expr shift = 0;  // (slots past the group's are not added)
-          for (int s = slots - 1; s >= 0; --s) shift = select(eq(slot, s), p.lhs[chunks[s]].lo_bit + p.rhs[j].lo_bit, shift);
+          // The shift of this group's slot (below `slots` where the term is added).
+          Expr shift = p.lhs[chunks[slots - 1]].lo_bit + p.rhs[j].lo_bit;
+          for (int s = slots - 2; s >= 0; --s) shift = select(eq(slot, s), p.lhs[chunks[s]].lo_bit + p.rhs[j].lo_bit, shift);
           int pre = 0;  // the term's accumulator scale (the same for every slot of the group)
           for (const Term &term : p.terms)
             if (term.group == int(g) && term.rhs_chunk == int(j)) pre = p.term_prescale(term);
-          const Expr a = index(acc(int(g), int(j), t), i) >> pre;
-          const std::string add = "tot[i] += " + (cast(T, a) << shift).str() + ";";
-          const Expr in_range = lt(slot, slots);
-          if (in_range.is(0)) continue;
-          e.line(in_range.known() ? add : "if (" + in_range.str() + ") " + add);
+          const Expr a = at(acc(int(g), int(j), t), i) >> pre;
+          e.guarded(lt(slot, slots), "tot[i] += " + (cast(T, a) << shift).str() + ";");
         }
     });
     // 2. the stacked slots' exchange
@@ -446,16 +444,14 @@ void KernelGen::epilogue() {
         const Expr begin("begin"), out_stride("out_stride");
         const Expr q = let("const int", "q", begin + col, "the vector's slot");
         const Expr cond = land(land(lt(vidx, V), lt(q, "qend")), lt(blk * V + vidx, M));
-        const Expr at = select("bcrs_ptr", (cast("long long", index("bcrs_ptr", blk)) + q - begin) * V + vidx,
+        const Expr where = select("bcrs_ptr", (cast("long long", at("bcrs_ptr", blk)) + q - begin) * V + vidx,
                                cast("long long", q / out_stride) * out_stride * V + vidx * out_stride + q % out_stride);
-        const Expr value = store_value("tot[i]", blk * V + vidx, cg::call("max", {index("col_idx", q), 0}));
-        auto s = e.scope("if (" + cond.str() + ")");
-        e.assign(index("c", at), value);
+        const Expr value = store_value("tot[i]", blk * V + vidx, cg::call("max", {at("col_idx", q), 0}));
+        e.guarded(cond, at("c", where).str() + " = " + value.str() + ";");
       } else {
         const Expr row = let("const int", "row", blk * V + vidx);
         const Expr cond = land(land(lt(vidx, V), lt(row, M)), lt(col, N));
-        e.line("if (" + cond.str() + ") " + index("c", cast("long long", row) * N + col).str() + " = " +
-               store_value("tot[i]", row, col).str() + ";");
+        e.guarded(cond, at("c", cast("long long", row) * N + col).str() + " = " + store_value("tot[i]", row, col).str() + ";");
       }
     });
   }

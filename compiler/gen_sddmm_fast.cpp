@@ -74,8 +74,8 @@ class SddmmFast : public KernelGen {
         for (int h = 0; h < 2; ++h)
           for (int i = 0; i < loads(p.rhs[j]); ++i) {
             const std::string id = S(j) + "_" + S(t) + "_" + S(h);
-            const Expr at = Expr("bp" + id) + kb * p.rhs[j].storage_bits / 8;
-            e.assign(pre + "r" + id + "_" + S(i), cg::call("__ldg", {cast("const " + type(p.rhs[j]) + " *", at) + i}));
+            const Expr ptr = Expr("bp" + id) + kb * p.rhs[j].storage_bits / 8;
+            e.assign(pre + "r" + id + "_" + S(i), cg::call("__ldg", {cast("const " + type(p.rhs[j]) + " *", ptr) + i}));
           }
   }
 
@@ -121,7 +121,7 @@ class SddmmFast : public KernelGen {
       for (int h = 0; h < 2; ++h) {
         const std::string th = S(t) + "_" + S(h);
         const Expr q = let("const int", "q" + th, begin + n_base + nw + (16 * t + 8 * h) + gid);
-        const Expr cv = let("const long long", "cv" + th, select(lt(q, qend), cg::call("max", {index("col_idx", q), 0}), 0));
+        const Expr cv = let("const long long", "cv" + th, select(lt(q, qend), cg::call("max", {at("col_idx", q), 0}), 0));
         for (size_t j = 0; j < p.rhs.size(); ++j)
           e.decl("const unsigned char *", "bp" + S(j) + "_" + th,
                  Expr("b" + S(j)) + (cv * Expr("ldk") + kq) * p.rhs[j].storage_bits / 8);

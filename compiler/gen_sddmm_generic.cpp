@@ -17,7 +17,7 @@ class SddmmGeneric : public KernelGen {
     const Expr begin("begin"), qend("qend");
     e.comment("---- the B columns of this warp's vectors (rows past the list read column 0, unwritten) ----");
     const Expr qa = let("const int", "qa", begin + n_base + nw + gid);
-    auto column = [&](const Expr &q) { return select(lt(q, qend), cg::call("max", {index("col_idx", q), 0}), 0); };
+    auto column = [&](const Expr &q) { return select(lt(q, qend), cg::call("max", {at("col_idx", q), 0}), 0); };
     e.decl("const int", "cv0", column(qa));
     // A second column: the other half of an m16 tile (dense on M), or the second tile.
     if ((dense_on_m() && p.shape.m == 16) || (!dense_on_m() && tiles() > 1)) e.decl("const int", "cv1", column(qa + 8));

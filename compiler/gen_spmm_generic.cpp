@@ -36,14 +36,14 @@ class SpmmGeneric : public KernelGen {
                    if (total(c) % l.threads) guard.emplace(e.scope("if (" + lt(i, total(c)).str() + ")"));
                    const Expr kk = let("const int", "kk", i / pieces(c));
                    const Expr piece = let("const int", "piece", i % pieces(c));
-                   const Expr col = let("const int", "col", cg::call("max", {index("col_idx", stride + kk), 0}),
+                   const Expr col = let("const int", "col", cg::call("max", {at("col_idx", stride + kk), 0}),
                                         "pad (-1) reads row 0, times A's zero");
                    const Expr elem = cast("long long", col) * Expr("ldb") + n_base;
                    const Expr src = let("const uint4 *", "src",
                                         cast("const uint4 *", Expr("b" + J) + elem * c.storage_bits / 8) + piece);
                    const Expr v = cg::call("__ldg", {src});
-                   if (into_regs) e.assign(index("pf" + J, it), v);
-                   else e.assign(deref(cast("uint4 *", addr(index(index("sb" + J, kk), piece * 16)))), v);
+                   if (into_regs) e.assign(at("pf" + J, it), v);
+                   else e.assign(deref(cast("uint4 *", addr(at(at("sb" + J, kk), piece * 16)))), v);
                  });
     }
   }
@@ -55,10 +55,8 @@ class SpmmGeneric : public KernelGen {
       const std::string J = S(j);
       e.unrolled("it", iters(c), "registers -> shared, plane " + J, [&](const Expr &it) {
         const Expr i = let("const int", "i", tid_x + it * THREADS);
-        const Expr to = deref(cast("uint4 *", addr(index(index("sb" + J, i / pieces(c)), (i % pieces(c)) * 16))));
-        const std::string store = to.str() + " = " + index("pf" + J, it).str() + ";";
-        const Expr in = lt(i, total(c));
-        e.line(in.known() ? store : "if (" + in.str() + ") " + store);
+        const Expr to = deref(cast("uint4 *", addr(at(at("sb" + J, i / pieces(c)), (i % pieces(c)) * 16))));
+        e.guarded(lt(i, total(c)), to.str() + " = " + at("pf" + J, it).str() + ";");
       });
     }
   }

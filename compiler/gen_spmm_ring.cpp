@@ -45,7 +45,7 @@ class SpmmRing : public KernelGen {
   void copy_setup() {
     e.comment("---- this thread's share of every stride's copies (the same pieces each stride) ----");
     e.decl("const int *", "isrc", Expr("col_idx") + begin + grp * KS + tid * 4, "indices: threads 0..KS/4-1, 16 bytes each");
-    e.decl("const unsigned", "idst", cvta_shared(addr(index(index(index("sidx", grp), 0), (tid % (KS / 4)) * 4))));
+    e.decl("const unsigned", "idst", cvta_shared(addr(at(at(at("sidx", grp), 0), (tid % (KS / 4)) * 4))));
     for (size_t j = 0; j < p.rhs.size(); ++j) {
       const Chunk &c = p.rhs[j];
       const std::string J = S(j);
@@ -54,7 +54,7 @@ class SpmmRing : public KernelGen {
              "+ row * ldb");
       bkk.push_back(let("const int", "bkk" + J, tid / n, "first row of this thread (+ GT / " + S(n) + " per copy)"));
       e.decl("const unsigned", "bdst" + J,
-             cvta_shared(addr(index(index(index(index("sb" + J, grp), 0), bkk[j]), (tid % n) * 16))));
+             cvta_shared(addr(at(at(at(at("sb" + J, grp), 0), bkk[j]), (tid % n) * 16))));
     }
     e.decl("const unsigned", "ldbb", cast("unsigned", Expr("ldb")) * p.rhs[0].storage_bits / 8, "B row pitch in bytes");
     for (size_t i = 0; i < p.lhs.size(); ++i) {
@@ -62,13 +62,13 @@ class SpmmRing : public KernelGen {
       const int n = a_stride_bytes(p, p.lhs[i]) / 16;
       e.decl("const unsigned char *", "asrc" + I,
              Expr("a" + I) + cast("long long", begin + grp * KS) * V * p.lhs[i].storage_bits / 8 + tid * 16);
-      e.decl("const unsigned", "adst" + I, cvta_shared(addr(index(index(index("sa" + I, grp), 0), (tid % n) * 16))));
+      e.decl("const unsigned", "adst" + I, cvta_shared(addr(at(at(at("sa" + I, grp), 0), (tid % n) * 16))));
     }
   }
 
   // The column indices of stride st into the index ring (KS ints: KS / 4 pieces).
   void issue_indices(const Expr &st) {
-    e.line("if (tid < KS / 4) " + cp_async16_text(Expr("idst") + (st % IR) * (KS * 4), Expr("isrc") + st * (KG * KS)));
+    e.guarded(lt(tid, KS / 4), cp_async16_text(Expr("idst") + (st % IR) * (KS * 4), Expr("isrc") + st * (KG * KS)));
   }
 
   // Stride st's B rows (named by its indices, already in the index ring) and A values into
@@ -76,7 +76,7 @@ class SpmmRing : public KernelGen {
   void issue_stride(const Expr &st, const std::string &head) {
     auto block = e.scope(head);
     const Expr slot_w = let("const int", "slot_w", st % STAGES);
-    const Expr ids = let("const int *", "ids", index(index("sidx", grp), st % IR));
+    const Expr ids = let("const int *", "ids", at(at("sidx", grp), st % IR));
     for (size_t j = 0; j < p.rhs.size(); ++j) {
       const Chunk &c = p.rhs[j];
       const std::string J = S(j);
@@ -91,7 +91,7 @@ class SpmmRing : public KernelGen {
                      if (passes > 1) e.line("if (" + ge(row, KS).str() + ") break;");
                      else in_stride.emplace(e.scope("if (" + lt(row, KS).str() + ")"));
                    }
-                   const Expr col = let("const unsigned", "col", cast("unsigned", cg::call("max", {index(ids, row), 0})),
+                   const Expr col = let("const unsigned", "col", cast("unsigned", cg::call("max", {at(ids, row), 0})),
                                         "pads (-1) read row 0, times A's zeros");
                    cp_async16(Expr("bdst" + J) + slot_w * (p.shape.k * pitch(c)) + gi * (rows_per * pitch(c)),
                               Expr("bsrc" + J) + cast("unsigned long long", col) * Expr("ldbb"));
@@ -100,11 +100,8 @@ class SpmmRing : public KernelGen {
     for (size_t i = 0; i < p.lhs.size(); ++i) {
       const int bytes = a_stride_bytes(p, p.lhs[i]), n = bytes / 16;
       const std::string I = S(i);
-      const Expr cond = lt(tid, n);
-      const std::string copy = cp_async16_text(Expr("adst" + I) + slot_w * bytes, Expr("asrc" + I) + st * (KG * bytes));
-      const std::string what = "A plane " + I + ": " + S(n) + " x 16 bytes";
-      if (!cond.known()) e.line("if (" + cond.str() + ") " + copy, what);
-      else if (!cond.is(0)) e.line(copy, what);
+      e.guarded(lt(tid, n), cp_async16_text(Expr("adst" + I) + slot_w * bytes, Expr("asrc" + I) + st * (KG * bytes)),
+                "A plane " + I + ": " + S(n) + " x 16 bytes");
     }
   }
 
@@ -114,10 +111,10 @@ class SpmmRing : public KernelGen {
       const Chunk &c = p.lhs[li];
       Expr off = r * KS + k0;
       if (c.storage_bits == 4) off = off / 2;
-      const Expr at = addr(index(index(index("sa" + S(li), grp), slot), off));
-      if (c.storage_bits == 8) return deref(cast("const u32 *", at));
+      const Expr ptr = addr(at(at(at("sa" + S(li), grp), slot), off));
+      if (c.storage_bits == 8) return deref(cast("const u32 *", ptr));
       helpers.use("u16");
-      const Expr half = deref(cast("const u16 *", at));
+      const Expr half = deref(cast("const u16 *", ptr));
       if (p.nibble_prescale) return call("mc_widen4to8_hi", {half});
       return call("mc_widen4to8", {half, c.is_signed ? "true" : "false"});
     };
@@ -125,7 +122,7 @@ class SpmmRing : public KernelGen {
     ldmatrix_frags_and_mmas(
         [&](int j, int off) {
           const Expr colb = all_rhs_nibbles() ? nw / 2 + off : nw + off;
-          return addr(index(index(index(index("sb" + S(j), grp), slot), "lane"), colb));
+          return addr(at(at(at(at("sb" + S(j), grp), slot), "lane"), colb));
         },
         "lf");
   }
@@ -144,14 +141,14 @@ class SpmmRing : public KernelGen {
       auto one = e.scope("if (grp == 1)");
       int a = 0;
       for_each_accumulator([&](const std::string &acc) {
-        e.line("for (int i = 0; i < " + S(n) + "; ++i) " + index("red", (a++ * n + i) * GT + tid).str() + " = " + acc + "[i];");
+        e.line("for (int i = 0; i < " + S(n) + "; ++i) " + at("red", (a++ * n + i) * GT + tid).str() + " = " + acc + "[i];");
       });
     }
     e.line("__syncthreads();");
     e.line("if (grp != 0) return;");
     int a = 0;
     for_each_accumulator([&](const std::string &acc) {
-      e.line("for (int i = 0; i < " + S(n) + "; ++i) " + acc + "[i] += " + index("red", (a++ * n + i) * GT + tid).str() + ";");
+      e.line("for (int i = 0; i < " + S(n) + "; ++i) " + acc + "[i] += " + at("red", (a++ * n + i) * GT + tid).str() + ";");
     });
   }
 
@@ -191,7 +188,7 @@ class SpmmRing : public KernelGen {
         const Expr i = Expr::var("i", 0), q = KS / 4;
         auto loop = e.scope("for (int i = tid; i < min(nstrides, 2 * (STAGES - 1)) * (KS / 4); i += GT)");
         e.declare("i");
-        cp_async16(cvta_shared(addr(index(index(index("sidx", grp), i / q), (i % q) * 4))),
+        cp_async16(cvta_shared(addr(at(at(at("sidx", grp), i / q), (i % q) * 4))),
                    Expr("col_idx") + begin + (grp + KG * (i / q)) * KS + (i % q) * 4);
       }
       commit();

@@ -117,6 +117,13 @@ std::vector<Variant> grid() {
         s.bias = op == OpKind::SDDMM ? Bias::None : bias;
         g.push_back({s, 0});
       }
+  // The golden kernels (tests/test_golden.cpp).
+  for (auto [text, candidate] : {std::pair{"spmm.s8xs8.v8.n64.pf.i32.sm_90", 0}, {"spmm.s8xs8.v8.n64k2.pf.i32.sm_90", 0},
+                                 {"spmm.s8xs8.v8.n48r.pf.i32.sm_90", 0}, {"spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},
+                                 {"spmm.s12xu4.v4.n64.pf.i32.sm_80", 0}, {"spmm.s8xs8.v2.n64.pf.i32.sm_90", 2},
+                                 {"sddmm.s8xs8.v8.n64.pf.i32.sm_90", 0}, {"sddmm.u3xs7.v2.n64.pf.i32.sm_80", 1},
+                                 {"spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90", 0}})
+    g.push_back({llvm::cantFail(parse_opspec(text)), candidate});
   return g;
 }
 
@@ -150,7 +157,9 @@ INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](cons
   return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + "_n" +
          std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + (s.resident ? "r" : "") +
          (s.stages ? "_pf" + std::to_string(s.stages) : "") + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
-         std::to_string(s.arch) + "_" + out_name(s.out) + "_c" + std::to_string(info.param.candidate);
+         std::to_string(s.arch) + "_" + out_name(s.out) + (s.scale != Scale::None ? "_" + std::string(scale_name(s.scale)) : "") +
+         (s.bias != Bias::None ? "_" + std::string(bias_name(s.bias)) + "bias" : "") + "_c" +
+         std::to_string(info.param.candidate) + "_" + std::to_string(info.index);
 });
 
 }  // namespace
