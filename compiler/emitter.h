@@ -35,7 +35,7 @@ enum Prec : int {
 // a range (lane in 0..31), a divisor (tig * 8 is a multiple of 8). Operators fold with
 // that knowledge: x + 0, x * 1, (x * 8) / 8, c ? y : y, gid / 8 (gid < 8), the low bits of
 // (tig * 8 + 5) & 7, a comparison decided by ranges; they never change what the code
-// computes for values in the stated ranges.
+// computes for values in the stated ranges (index arithmetic, which never overflows).
 class Expr {
  public:
   Expr(int v);        // NOLINT: a literal

@@ -220,8 +220,8 @@ class SpmmRing : public KernelGen {
         }
         compute(let("const int", "slot", it % STAGES));
       }
+      wait_all();
     }
-    wait_all();
     group_sum();
     epilogue();
   }
