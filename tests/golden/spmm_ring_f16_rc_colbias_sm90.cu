@@ -9,10 +9,12 @@
 //   exchange  none
 //   terms     1 term(s), 1 mma(s) per k-step
 //     lhs0 x rhs0 << 0  g0.slot0  mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
-//   srbcrs    stride 32, two row pointers per row-block, pad column -1, column shuffle (slot -> k) [0 1 4 5 8 9 12 13 2 3 6 7 10 11 14 15]
+//   srbcrs    stride 32, two row pointers per row-block, pad column -1, column shuffle (slot -> k) [0 1 4 5 8 9 12 13 2
+//             3 6 7 10 11 14 15]
 //   epilogue  f16: int64 sum of terms, in double * row_scale[r] * col_scale[c] + bias[c], rounded to nearest even
 //   bounds    max_exact_k 131071, max_term_k 131071
-//   launch    spmm-ring: 128 threads, 16 columns (1 tile(s)) a warp, block 64, 4-deep cp.async ring, 12288 B static smem
+//   launch    spmm-ring: 128 threads, 16 columns (1 tile(s)) a warp, block 64, 4-deep cp.async ring, 12288 B static
+//             smem
 //             params row_ptr col_idx a0 b0 c M N ldb alpha row_scale col_scale bias
 //   cost      14.6325 (compute 1.48148, memory 14.4844)
 

@@ -9,9 +9,11 @@
 //   exchange  none
 //   terms     1 term(s), 1 mma(s) per k-step
 //     lhs0 x rhs0 << 0  g0.slot0  mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32
-//   srbcrs    stride 32, two row pointers per row-block, pad column -1, column shuffle (slot -> k) [0 1 4 5 8 9 12 13 2 3 6 7 10 11 14 15]
+//   srbcrs    stride 32, two row pointers per row-block, pad column -1, column shuffle (slot -> k) [0 1 4 5 8 9 12 13 2
+//             3 6 7 10 11 14 15]
 //   epilogue  int32: terms shifted and summed with two's-complement wrap
-//   nibbles   4-bit planes widened as value << 4 (one mask per register); scaled accumulators shifted back in the epilogue
+//   nibbles   4-bit planes widened as value << 4 (one mask per register); scaled accumulators shifted back in the
+//             epilogue
 //   bounds    max_exact_k 69905, max_term_k 69905
 //   launch    spmm-ring: 64 threads, 32 columns (2 tile(s)) a warp, block 64, 4-deep cp.async ring, 8192 B static smem
 //             params row_ptr col_idx a0 b0 c M N ldb
