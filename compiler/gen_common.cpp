@@ -327,7 +327,7 @@ void KernelGen::generic_rhs_frags_and_mmas(const std::string &lhs, const Expr &k
     for (int t = 0; t < tiles(); ++t) {
       const std::string R = "rf" + S(j) + "_t" + S(t);
       e.decl_only("u32", R + "[" + S(any.b_regs) + "]",
-             "rhs chunk " + S(j) + ", dense columns nw + " + S(8 * t) + " .. nw + " + S(8 * t + 7));
+             "rhs chunk " + S(j) + ", dense columns nw" + (t ? " + " + S(8 * t) : "") + " .. nw + " + S(8 * t + 7));
       for (int i = 0; i < any.b_regs; ++i) {
         const Expr k0 = tig * kpr() + (sh.m == 16 ? half * i : 0);
         e.assign(R + "[" + S(i) + "]", rhs_reg(int(j), k0, sddmm() ? Expr("cv" + S(t)) : nw + 8 * t + gid, kb));

@@ -118,7 +118,7 @@ magicube_spmm_s8s8_v2_n64_pf_sm90_i8_m8n8k16_vm(
     // 2. fragments and mmas
     u32 lf0[1];  // group 0: lhs chunks stacked on the mma's M side
     lf0[0] = gid / V == 0 ? __ldg((const u32 *)(a0 + s * V + (gid % V) * KS + tig * 4)) : 0u;
-    u32 rf0_t0[1];  // rhs chunk 0, dense columns nw + 0 .. nw + 7
+    u32 rf0_t0[1];  // rhs chunk 0, dense columns nw .. nw + 7
     rf0_t0[0] = mc_pack8(mc_elem8(&sb0[tig * 4][0], nw + gid, true), mc_elem8(&sb0[tig * 4 + 1][0], nw + gid, true),
         mc_elem8(&sb0[tig * 4 + 2][0], nw + gid, true), mc_elem8(&sb0[tig * 4 + 3][0], nw + gid, true));
     u32 rf0_t1[1];  // rhs chunk 0, dense columns nw + 8 .. nw + 15
