@@ -1,5 +1,10 @@
 #include "compiler/arch.h"
 
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/ErrorHandling.h"
+
+#include "compiler/mma_atoms.h"
+
 namespace magicube {
 
 const std::vector<MmaOption> &native_mmas(int arch) {
@@ -39,8 +44,12 @@ ReferenceDevice reference_device(int arch) {
 }
 
 std::string mma_ptx_name(const MmaShape &shape, int bits, bool a_signed, bool b_signed) {
-  auto t = [&](bool s) { return std::string(s ? "s" : "u") + std::to_string(bits); };
-  return "mma.sync.aligned." + shape.str() + ".row.col.s32." + t(a_signed) + "." + t(b_signed) + ".s32";
+  const MmaAtom *atom = find_mma_atom(shape, bits, a_signed, b_signed);
+  if (!atom)
+    llvm::report_fatal_error(llvm::Twine("mma_ptx_name: no mma atom for ") + shape.str() + " int" +
+                             std::to_string(bits) + (a_signed ? " s" : " u") + (b_signed ? "s" : "u") +
+                             " (compiler/mma_atoms.cpp)");
+  return atom->ptx;
 }
 
 }  // namespace magicube

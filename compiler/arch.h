@@ -42,7 +42,8 @@ struct ReferenceDevice {
 };
 ReferenceDevice reference_device(int arch);
 
-// Full PTX name, e.g. mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32
+// Full PTX name, e.g. mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32: the table entry's
+// (compiler/mma_atoms.h); every option of native_mmas has one for each signedness pair.
 std::string mma_ptx_name(const MmaShape &shape, int bits, bool a_signed, bool b_signed);
 
 }  // namespace magicube

@@ -1,4 +1,9 @@
 // Codegen: a plan becomes one flat, commented CUDA C++ source with inline PTX mma.sync.
+// generate() dispatches on the plan's kernel family (Plan::launch.family) to that family's
+// generator (compiler/gen_<family>.cpp), which writes through an emitter that folds
+// constants and owns indentation and names (compiler/emitter.h); the kernel carries only
+// the device helpers it calls (compiler/snippets.h) and the mma wrappers of the table
+// entries it uses (compiler/mma_atoms.h). tests/golden/ holds reviewed examples.
 #pragma once
 
 #include <string>
@@ -9,7 +14,7 @@
 namespace magicube {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr const char *kGeneratorVersion = "magicube-codegen-12";
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-13";
 
 // The generated source of one plan. How it is launched (threads, grid, shared memory, the
 // parameter list) is the plan's: Plan::launch (compiler/launch.h).

@@ -1,3 +1,5 @@
+//@ Shared verbatim with the CPU (runtime/epilogue.cpp includes this file); codegen emits
+//@ only the snippets a kernel calls ("//@snippet NAME [needs NAME...]", compiler/snippets.h).
 // ---------------------------------------------------------------------------------------
 // Float epilogue math (templates/epilogue_math.cuh), shared verbatim by generated kernels
 // (MC_FN = __device__ __forceinline__) and the CPU reference (MC_FN = inline), so both
@@ -7,6 +9,7 @@
 // Each step is one IEEE double operation (no fused multiply-add), identical on both sides.
 // ---------------------------------------------------------------------------------------
 
+//@snippet mc_round_bits needs MC_FN
 // Round-to-nearest-even of a double into a binary format with `mb` mantissa bits and
 // exponents emin..emax (bias = emax); returns the bit pattern (sign at bit 1+ew+mb).
 MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
@@ -31,9 +34,12 @@ MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
   }
   return (sign << (ew + mb)) | (ebits << mb) | mant;
 }
+//@snippet mc_to_f16 needs mc_round_bits
 MC_FN unsigned short mc_to_f16(double x) { return (unsigned short)mc_round_bits(x, 10, 5, -14, 15); }
+//@snippet mc_to_bf16 needs mc_round_bits
 MC_FN unsigned short mc_to_bf16(double x) { return (unsigned short)mc_round_bits(x, 7, 8, -126, 127); }
 
+//@snippet mc_dequant needs MC_FN
 // The dequantized value of one output element (scale/bias pointers may be null when the
 // op does not use them).
 MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float *row_scale, const float *col_scale,

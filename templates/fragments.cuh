@@ -1,22 +1,29 @@
-// ---------------------------------------------------------------------------------------
-// Device helpers shared by every generated kernel (templates/fragments.cuh).
+//@ Device helpers of generated kernels, one snippet each: a snippet runs from its
+//@ "//@snippet NAME [needs NAME...]" line to the next, and codegen emits only the snippets
+//@ a kernel calls, after what they need (compiler/snippets.h). "//@" lines are never emitted.
+// ---- device helpers (templates/fragments.cuh) ----
 // Chunk planes hold one native-width chunk of an operand per element: 8-bit storage is one
 // byte per element, 4-bit storage two elements per byte (the even element in the low nibble).
-// ---------------------------------------------------------------------------------------
+//@snippet u32
 typedef unsigned int u32;
+//@snippet u16
 typedef unsigned short u16;
-typedef unsigned long long u64;
 
-// One element of a packed plane, sign-extended when the chunk is signed.
+//@snippet mc_elem8
+// One element of a packed 8-bit plane, sign-extended when the chunk is signed.
 __device__ __forceinline__ int mc_elem8(const unsigned char *p, int i, bool sgn) {
   int x = p[i];
   return sgn ? (int)(signed char)x : x;
 }
+
+//@snippet mc_elem4
+// One element of a packed 4-bit plane, sign-extended when the chunk is signed.
 __device__ __forceinline__ int mc_elem4(const unsigned char *p, int i, bool sgn) {
   int x = (p[i >> 1] >> ((i & 1) * 4)) & 15;
   return sgn ? ((x ^ 8) - 8) : x;
 }
 
+//@snippet mc_widen4to8 needs u32
 // Four 4-bit elements (16 bits, element 0 lowest) widened to four bytes.
 __device__ __forceinline__ u32 mc_widen4to8(u32 x, bool sgn) {
   u32 r = (x & 0xfu) | ((x & 0xf0u) << 4) | ((x & 0xf00u) << 8) | ((x & 0xf000u) << 12);
@@ -24,6 +31,7 @@ __device__ __forceinline__ u32 mc_widen4to8(u32 x, bool sgn) {
   return r;
 }
 
+//@snippet mc_nib_col needs u32
 // One dense column's k-register from two ldmatrix.trans.b16 results over packed 4-bit B
 // rows: x holds k rows {2t, 2t+1} and y rows {8+2t, 9+2t}, 4 columns (nibbles) per row.
 // Column c's bytes come out in k order {2t, 2t+1, 8+2t, 9+2t}, widened to bytes.
@@ -34,22 +42,30 @@ __device__ __forceinline__ u32 mc_nib_col(u32 x, u32 y, int c, bool sgn) {
   return r;
 }
 
-// The same two widenings as value << 4 (the plan's nibble_prescale): each nibble lands in
-// its byte's high half, so a signed nibble is already a signed byte (16 x its value) and
-// no sign extension is needed; the accumulators are shifted back in the epilogue.
+//@snippet mc_widen4to8_hi needs u32
+// mc_widen4to8 as value << 4 (the plan's nibble_prescale): each nibble lands in its byte's
+// high half, so a signed nibble is already a signed byte (16 x its value) and no sign
+// extension is needed; the accumulators are shifted back in the epilogue.
 __device__ __forceinline__ u32 mc_widen4to8_hi(u32 x) {
   return __byte_perm(x << 4, x, 0x5140) & 0xf0f0f0f0u;
 }
+
+//@snippet mc_nib_col_hi needs u32
+// mc_nib_col as value << 4 (the plan's nibble_prescale), without sign extension.
 __device__ __forceinline__ u32 mc_nib_col_hi(u32 x, u32 y, int c) {
   const u32 lo = (c == 0 ? x << 4 : x >> (4 * c - 4)) & 0x00f000f0u;
   const u32 hi = (c == 0 ? y << 4 : y >> (4 * c - 4)) & 0x00f000f0u;
   return __byte_perm(lo, hi, 0x6420);
 }
 
-// Packs values into an mma operand register: 4 bytes (int8 mma) or 8 nibbles (int4 mma).
+//@snippet mc_pack8 needs u32
+// Four values packed into an int8 mma operand register (4 bytes).
 __device__ __forceinline__ u32 mc_pack8(int v0, int v1, int v2, int v3) {
   return (u32)(v0 & 255) | ((u32)(v1 & 255) << 8) | ((u32)(v2 & 255) << 16) | ((u32)(v3 & 255) << 24);
 }
+
+//@snippet mc_pack4 needs u32
+// Eight values packed into an int4 mma operand register (8 nibbles).
 __device__ __forceinline__ u32 mc_pack4(int v0, int v1, int v2, int v3, int v4, int v5, int v6, int v7) {
   return (u32)(v0 & 15) | ((u32)(v1 & 15) << 4) | ((u32)(v2 & 15) << 8) | ((u32)(v3 & 15) << 12) |
          ((u32)(v4 & 15) << 16) | ((u32)(v5 & 15) << 20) | ((u32)(v6 & 15) << 24) | ((u32)(v7 & 15) << 28);

@@ -117,6 +117,13 @@ std::vector<Variant> grid() {
         s.bias = op == OpKind::SDDMM ? Bias::None : bias;
         g.push_back({s, 0});
       }
+  // The golden kernels (tests/test_golden.cpp).
+  for (auto [text, candidate] : {std::pair{"spmm.s8xs8.v8.n64.pf.i32.sm_90", 0}, {"spmm.s8xs8.v8.n64k2.pf.i32.sm_90", 0},
+                                 {"spmm.s8xs8.v8.n48r.pf.i32.sm_90", 0}, {"spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},
+                                 {"spmm.s12xu4.v4.n64.pf.i32.sm_80", 0}, {"spmm.s8xs8.v2.n64.pf.i32.sm_90", 2},
+                                 {"sddmm.s8xs8.v8.n64.pf.i32.sm_90", 0}, {"sddmm.u3xs7.v2.n64.pf.i32.sm_80", 1},
+                                 {"spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90", 0}})
+    g.push_back({llvm::cantFail(parse_opspec(text)), candidate});
   return g;
 }
 
@@ -150,7 +157,9 @@ INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](cons
   return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + "_n" +
          std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + (s.resident ? "r" : "") +
          (s.stages ? "_pf" + std::to_string(s.stages) : "") + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
-         std::to_string(s.arch) + "_" + out_name(s.out) + "_c" + std::to_string(info.param.candidate);
+         std::to_string(s.arch) + "_" + out_name(s.out) + (s.scale != Scale::None ? "_" + std::string(scale_name(s.scale)) : "") +
+         (s.bias != Bias::None ? "_" + std::string(bias_name(s.bias)) + "bias" : "") + "_c" +
+         std::to_string(info.param.candidate) + "_" + std::to_string(info.index);
 });
 
 }  // namespace
@@ -227,7 +236,7 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   EXPECT_EQ(p->launch.dynamic_smem(4096), 4096u * 32);
   EXPECT_EQ(p->launch.dynamic_smem(3), 8u * 32) << "pads gather rows 0..7";
   EXPECT_NE(ks->source.find("extern __shared__"), std::string::npos);
-  EXPECT_NE(ks->source.find("sw0 = ((row >> 2) & 1)"), std::string::npos) << "32-byte rows swizzle their two units";
+  EXPECT_NE(ks->source.find("sw0 = (row >> 2) & 1;"), std::string::npos) << "32-byte rows swizzle their two units";
   EXPECT_NE(ks->source.find("    int ldb,  // the slice width (BSn)\n    int K  // B's rows\n"), std::string::npos)
       << "the resident kernel takes K after ldb";
   // At K=4096 a 32-column slice fits the H100's 227 KiB; a 128-column slice of 16-bit B does not.
@@ -267,7 +276,8 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   EXPECT_EQ(kt->name, "magicube_spmm_s8s8_v8_n48r_pf_sm90");
   EXPECT_EQ(pt->launch.threads, 1024) << "three accumulator tiles: 32 warps";
   EXPECT_EQ(pt->launch.slice_bytes_per_k, 48);
-  EXPECT_NE(kt->source.find("sw0 = 0;"), std::string::npos);
+  EXPECT_EQ(kt->source.find("sw0"), std::string::npos) << "no swizzle: units at fixed offsets";
+  EXPECT_NE(kt->source.find("sb0 + brow0 + 32)"), std::string::npos);
   EXPECT_NE(kt->source.find("acc_g0_r0_t2"), std::string::npos);
   EXPECT_EQ(kt->source.find("acc_g0_r0_t3"), std::string::npos);
   EXPECT_EQ(resident_swizzle(5, 3), 0);

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "compiler/mma_atoms.h"
 #include "compiler/planner.h"
 
 using namespace magicube;
@@ -204,5 +205,31 @@ TEST(Planner, FingerprintSeparatesPlansThatDiffer) {
   b = a;
   b.shuffle_b = !b.shuffle_b;
   EXPECT_NE(fingerprint(a), fingerprint(b));
+}
+}  // namespace
+
+namespace {
+// Every mma the planner can pick has one table entry (compiler/mma_atoms.h) per signedness
+// pair, and the entry's facts are the instruction's: register counts, PTX and wrapper names.
+TEST(Planner, MmaAtomsDescribeEveryNativeMma) {
+  std::set<std::string> names;
+  for (const MmaAtom &a : mma_atoms()) EXPECT_TRUE(names.insert(a.name).second) << a.name;
+  for (int arch : {80, 86, 89, 90})
+    for (const MmaOption &o : native_mmas(arch))
+      for (bool as : {true, false})
+        for (bool bs : {true, false}) {
+          const MmaAtom *a = find_mma_atom(o.shape, o.bits, as, bs);
+          ASSERT_NE(a, nullptr) << o.shape.str() << " int" << o.bits;
+          const MmaShape &s = o.shape;
+          EXPECT_EQ(a->a_regs, s.m * s.k * o.bits / 1024);
+          EXPECT_EQ(a->b_regs, s.n * s.k * o.bits / 1024);
+          EXPECT_EQ(a->c_regs, s.m * s.n / 32);
+          const std::string ta = (as ? "s" : "u") + std::to_string(o.bits), tb = (bs ? "s" : "u") + std::to_string(o.bits);
+          EXPECT_EQ(std::string(a->ptx), "mma.sync.aligned." + s.str() + ".row.col.s32." + ta + "." + tb + ".s32");
+          EXPECT_EQ(std::string(a->wrapper), "mma_" + s.str() + "_" + ta + "_" + tb);
+          EXPECT_EQ(mma_ptx_name(s, o.bits, as, bs), a->ptx);
+          EXPECT_LE(a->min_arch, arch);
+        }
+  EXPECT_EQ(find_mma_atom({16, 8, 16}, 8, true, true), nullptr) << "no such int8 mma";
 }
 }  // namespace

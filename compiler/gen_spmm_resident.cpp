@@ -1,0 +1,170 @@
+// spmm-resident: int8 m16n8k32, the dense dimension on M, B resident in shared memory. Each
+// thread block copies its K x BSn slice of B (every rhs plane) into dynamic shared memory
+// once, then its warps take the row-blocks of its part of the row-block list one at a time
+// (a shared counter) and gather the rows a stride names straight from the slice with
+// ldmatrix: B crosses L2 once per block instead of once per vector. Each lane loads its own
+// column index and A fragment of the next strides into registers, DEPTH strides ahead (a
+// register ring, unrolled). The 16-byte units of each slice row are swizzled so that 8 rows
+// of different column residues mod 8 (what the bank-balanced SR-BCRS puts in every 8 slots)
+// sit in 8 different bank groups.
+#include "compiler/gen_common.h"
+
+namespace magicube::gen {
+
+namespace {
+
+std::string S(long long x) { return std::to_string(x); }
+
+class SpmmResident : public KernelGen {
+ public:
+  using KernelGen::KernelGen;
+
+  int row_bytes(const Chunk &c) const { return slice_row_bytes(p, c); }
+
+  // resident_swizzle (compiler/launch.h) of slice row `k`, as an expression.
+  static Expr swizzle(const Expr &k, int units) {
+    switch (units) {
+      case 1: case 3: return 0;  // 3 units: row k starts in bank group 3k mod 8 already
+      case 2: return (k >> 2) & 1;
+      case 4: return (k >> 1) & 3;
+      default: return k & 7;  // 8 units
+    }
+  }
+
+  // Register slot d of the ring: the next stride's column index of this lane (ci<d>), its
+  // lhs fragments (ls<d>_<group>[]), and its row-block and flags (rb<d>, fl<d>).
+  void issue(int d) {
+    const std::string D = S(d);
+    e.line("rb" + D + " = -1, fl" + D + " = 0;");
+    auto live = e.scope("if (irb < rb_hi)");
+    e.line("rb" + D + " = irb;");
+    e.open("if (is < ie)");
+    e.decl("const long long", "s", cast("long long", Expr("is")) * KS, "the stride's first slot");
+    e.line("ci" + D + " = __ldg(col_idx + s + lane);");
+    lhs_frags("ls" + D + "_", false, global_lhs(Expr::var("s")));
+    e.line("++is;");
+    e.close_open("else");
+    e.line("fl" + D + " = 2;", "no vectors: the row-block's output is zeros");
+    e.close();
+    e.line("if (is >= ie) fl" + D + " |= 1, advance();");
+  }
+
+  void body() {
+    const int depth = l.ring_depth, nb = lhs_regs();
+    e.decl("constexpr int", "WARPS", Expr("THREADS / 32"));
+    e.decl_only("extern __shared__ __align__(16) unsigned char", "smem[]");
+    e.decl_only("__shared__ int", "next_rb", "the next row-block of this block's part that no warp has taken");
+    if (p.rhs.size() > 1) e.decl("const int", "KR", Expr("max(K, 8)"), "slice rows: pads gather rows 0..7");
+    Expr base("smem");
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      const Chunk &c = p.rhs[j];
+      e.decl("unsigned char *", "sb" + S(j), base,
+             "rhs plane " + S(j) + " (" + c.str() + ", " + S(c.storage_bits) + "-bit): max(K, 8) rows x " +
+                 S(row_bytes(c)) + " bytes");
+      base = Expr("sb" + S(j)) + Expr("KR") * row_bytes(c);
+    }
+    e.line("if (threadIdx.x == 0) next_rb = rb_lo + WARPS;", "warp w starts with row-block rb_lo + w");
+    e.comment("---- this block's slice of B into shared memory, once ----");
+    for (size_t j = 0; j < p.rhs.size(); ++j) {
+      const Chunk &c = p.rhs[j];
+      const int U = row_bytes(c) / 16;
+      auto plane = e.scope("", "plane " + S(j) + ": K rows x " + S(U) + " units of 16 bytes, stored swizzled and contiguous per slice");
+      e.decl("const unsigned char *", "src", Expr("b" + S(j)) + cast("long long", Expr("blockIdx.x")) * Expr("K") * row_bytes(c));
+      auto loop = e.scope("for (int i = threadIdx.x; i < " + (Expr("K") * U).str() + "; i += THREADS)");
+      e.declare("i");
+      const Expr i = Expr::var("i", 0);
+      cp_async16(cvta_shared(Expr("sb" + S(j)) + i * 16), Expr("src") + cast("long long", i) * 16);
+    }
+    commit();
+    e.line("__syncthreads();", "next_rb is set");
+    e.comment("---- which stride is loaded next: row-blocks taken one at a time ----");
+    e.decl_only("int", "irb = rb_hi, is = 0, ie = 0", "the row-block being loaded, its next stride and its end (strides)");
+    e.decl_only("int", "nrb = rb_lo + warp, nb0 = 0, nb1 = 0", "the row-block after it and its row pointers, loaded early");
+    e.line("if (nrb < rb_hi) nb0 = __ldg(row_ptr + 2 * nrb), nb1 = __ldg(row_ptr + 2 * nrb + 1);");
+    e.declare("advance");
+    e.line("auto advance = [&]() {", "start loading row-block nrb and take the one after it");
+    e.line("  irb = nrb, is = nb0 / KS, ie = (nb1 + KS - 1) / KS;");
+    e.line("  if (irb >= rb_hi) return;");
+    e.line("  int r = 0;");
+    e.line("  if (lane == 0) r = atomicAdd(&next_rb, 1);");
+    e.line("  nrb = __shfl_sync(0xffffffffu, r, 0);");
+    e.line("  if (nrb < rb_hi) nb0 = __ldg(row_ptr + 2 * nrb), nb1 = __ldg(row_ptr + 2 * nrb + 1);");
+    e.line("};");
+    e.line("advance();");
+    e.comment("---- the register ring: " + S(depth) + " strides in flight per warp ----");
+    for (int d = 0; d < depth; ++d) {
+      const std::string D = S(d);
+      e.decl_only("int", "ci" + D + " = 0, rb" + D + ", fl" + D);
+      for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", "ls" + D + "_" + S(g) + "[" + S(nb) + "]");
+      issue(d);
+    }
+    wait_all("this thread's part of the slice landed");
+    e.line("__syncthreads();", "and every thread's");
+    declare_accumulators("");
+    auto forever = e.scope("for (;;)");
+    for (int d = 0; d < depth; ++d) {
+      const std::string D = S(d);
+      e.comment("---- ring slot " + D + " ----");
+      e.line("if (rb" + D + " < 0) break;");
+      {
+        auto work = e.scope("if (!(fl" + D + " & 2))");
+        const Expr row = let("const int", "row", Expr("ci" + D + " < 0 ? (lane & 7) : ci" + D),
+                             "this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart");
+        std::vector<Expr> brow, sw;
+        for (size_t j = 0; j < p.rhs.size(); ++j) {
+          brow.push_back(let("const int", "brow" + S(j), row * row_bytes(p.rhs[j])));
+          sw.push_back(let("const int", "sw" + S(j), swizzle(row, row_bytes(p.rhs[j]) / 16)));
+        }
+        ldmatrix_frags_and_mmas(
+            [&](int j, int off) { return Expr("sb" + S(j)) + brow[j] + ((Expr(off / 16) ^ sw[j]) << 4); },
+            "ls" + D + "_");
+      }
+      {
+        auto last = e.scope("if (fl" + D + " & 1)", "the row-block's last stride: write its V rows, start the next from zero");
+        e.decl("const int", "blk", Expr("rb" + D));
+        epilogue();
+        zero_accumulators();
+      }
+      issue(d);
+    }
+  }
+};
+
+}  // namespace
+
+llvm::Expected<std::string> generate_spmm_resident(const Plan &p) {
+  Snippets helpers;
+  SpmmResident g(p, helpers);
+  KernelFrame f;
+  f.doc = {
+      "SpMM, resident-B kernel (spmm-resident): C[M x N] = A (SR-BCRS, bank-balanced) x B[K x N]",
+      "(packed as slices of BSN columns, each K x BSN contiguous with its 16-byte units",
+      "swizzled: runtime/packing.h), with int8 m16n8k32 mma.sync, the dense dimension on M.",
+      "Grid: x = slices of BSN dense columns, y = parts of the row-block list (equal counts).",
+      "Each thread block copies its slice of B (K rows x BSN columns of every rhs plane) into",
+      "dynamic shared memory once; its warps then take the part's row-blocks one at a time and,",
+      "per SR-BCRS stride, gather the KS rows the stride names straight from the slice with",
+      "ldmatrix (no global gather), while A's strides and column indices stream through a",
+      "per-warp register ring. Dynamic shared memory: max(K, 8) x (slice row bytes).",
+      "The epilogue shifts each accumulator element by its chunk term's shift, sums the terms,",
+      "exchanges stacked slots between lanes, and writes the row-block's V rows.",
+  };
+  f.min_blocks = 1;
+  Prologue &pr = f.prologue;
+  pr.def("constexpr int", "KS", p.shape.k, "SR-BCRS stride = mma k");
+  pr.def("constexpr int", "V", p.spec.v, "rows per block vector");
+  pr.def("constexpr int", "BSN", p.spec.bsn, "dense columns per thread block (the slice)");
+  pr.def("constexpr int", "THREADS", p.launch.threads);
+  pr.def("const int", "n_base", Expr("blockIdx.x") * Expr::named("BSN", p.spec.bsn), "first dense column of this block's slice");
+  pr.def("const int", "warp", Expr("threadIdx.x") >> 5);
+  pr.def("const int", "lane", Expr("threadIdx.x") & 31);
+  pr.def("const int", "gid", Expr("lane") >> 2, "mma fragment coordinates: group");
+  pr.def("const int", "tig", Expr("lane") & 3, "and thread in group");
+  pr.def("const int", "nblk", "(M + V - 1) / V", "row-blocks");
+  pr.def("const int", "rb_lo", "(int)((long long)nblk * blockIdx.y / gridDim.y)", "this block's part of the row-blocks");
+  pr.def("const int", "rb_hi", "(int)((long long)nblk * (blockIdx.y + 1) / gridDim.y)");
+  g.body();
+  return assemble(p, f, g);
+}
+
+}  // namespace magicube::gen
