@@ -719,9 +719,11 @@ TEST(AutotuneGpu, TunesASmallSpmmAndReusesTheChoice) {
   o.verify = true;
   auto r = tune_spmm(*ctx, base, a, n, o);
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
-  auto cands = tuning_candidates(base, o);
+  // Exactly the candidates the cost model kept, in that order.
+  auto cands = timed_candidates(base, spmm_signature(a, n), device_facts(*ctx), o);
   ASSERT_TRUE(bool(cands));
   ASSERT_EQ(r->timings.size(), cands->size());
+  for (size_t i = 0; i < cands->size(); ++i) EXPECT_EQ(r->timings[i].candidate.str(), (*cands)[i].str());
   double fastest = 1e30;
   for (const CandidateTiming &t : r->timings) {
     EXPECT_TRUE(t.ok) << t.candidate.str() << ": " << t.skipped;  // every candidate is exact and runs
