@@ -9,7 +9,7 @@
 namespace magicube {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr const char *kGeneratorVersion = "magicube-codegen-11";
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-12";
 
 struct KernelSource {
   std::string name;    // the kernel's extern "C" name, e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
