@@ -88,6 +88,8 @@ SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std:
 llvm::Expected<SrBcrs> build_srbcrs(const VectorSparse &a, const Plan &plan) {
   if (a.v != plan.spec.v)
     return err("srbcrs: the matrix has V=" + llvm::Twine(a.v) + " but the plan is for V=" + llvm::Twine(plan.spec.v));
+  // A column >= K would have the kernel read B out of bounds; a repeated one counts twice.
+  if (auto e = check_vector_sparse(a, "lhs A")) return std::move(e);
   if (plan.shuffle_b && plan.k_stride % int(plan.shuffle.size()) != 0)
     return err("srbcrs: a shuffled layout needs a stride that is a multiple of " + llvm::Twine(plan.shuffle.size()));
   return build_srbcrs(a, plan.k_stride, plan.shuffle_b, plan.shuffle, plan.spec.resident);

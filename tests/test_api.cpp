@@ -375,6 +375,38 @@ TEST(Api, SddmmPackHelpersMatchTheRuntime) {
   }
 }
 
+// pack_lhs refuses what pack_mask refuses: a column >= K (the kernel would read B out of
+// bounds) and a repeated column (counted twice), and a malformed block_ptr or value count.
+TEST(Api, PackLhsRefusesBadColumnsLikePackMask) {
+  std::mt19937_64 rng(7);
+  magicube::Spmm op(spmm({8, true}, {8, true}, 8));
+  magicube::VectorSparse a = random_vector_sparse(rng, 16, 16, 8, 4, {8, true});
+  ASSERT_GE(a.block_ptr[1] - a.block_ptr[0], 2);
+  op.pack_lhs(a);  // well formed: accepted
+  magicube::VectorSparse past_k = a;
+  past_k.col[a.block_ptr[1] - 1] = 16;  // K = 16
+  expect_error([&] { op.pack_lhs(past_k); }, Kind::Invalid, "has column 16, outside [0, 16)");
+  magicube::VectorSparse negative = a;
+  negative.col[0] = -1;
+  expect_error([&] { op.pack_lhs(negative); }, Kind::Invalid, "has column -1");
+  magicube::VectorSparse repeated = a;
+  repeated.col[1] = repeated.col[0];
+  expect_error([&] { op.pack_lhs(repeated); }, Kind::Invalid, "repeated");
+  magicube::VectorSparse unsorted = a;
+  std::swap(unsorted.col[0], unsorted.col[1]);
+  expect_error([&] { op.pack_lhs(unsorted); }, Kind::Invalid, "not increasing");
+  magicube::VectorSparse short_values = a;
+  short_values.values.pop_back();
+  expect_error([&] { op.pack_lhs(short_values); }, Kind::Invalid, "values, expected V=8 per vector");
+  magicube::VectorSparse bad_ptr = a;
+  bad_ptr.block_ptr.back() += 1;
+  expect_error([&] { op.pack_lhs(bad_ptr); }, Kind::Invalid, "block_ptr");
+  // The runtime's own layout builder refuses them too (run and tune go through it).
+  auto layout = magicube::build_srbcrs(past_k, op.plan());
+  ASSERT_FALSE(bool(layout));
+  EXPECT_NE(llvm::toString(layout.takeError()).find("lhs A: vector"), std::string::npos);
+}
+
 TEST(Api, SddmmPackHelpersRefuseBadInputs) {
   std::mt19937_64 rng(16);
   magicube::Sddmm op(sddmm({8, true}, {4, false}, 8));
