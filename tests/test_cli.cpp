@@ -7,6 +7,7 @@
 #include "tests/cli_util.h"
 
 #include <cstdlib>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "cache/disk_cache.h"
 #include "compiler/planner.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -231,6 +233,84 @@ TEST(Cli, CachePathStatsClear) {
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("'purge'"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("path, stats, clear"), std::string::npos) << bad.output;
+}
+
+// A kernel planted by another user in a shared (0777) cache dir, with a valid header and
+// SHA-256, is not what compile writes: the dir is refused with one warning and the kernel
+// compiled afresh. stats and clear refuse the dir by name.
+TEST(Cli, PlantedKernelInASharedCacheDirIsNeverServed) {
+  TempDir tmp;
+  const std::string mine = tmp.file("mine"), shared = tmp.file("shared");
+  const std::string flags = "compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o ";
+  ASSERT_EQ(cli(flags + shell_quote(tmp.file("genuine.cubin")), mine).status, 0);
+  const std::string genuine = read_file(tmp.file("genuine.cubin"));
+  std::string entry;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(mine, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::StringRef(it->path()).endswith(".cubin")) entry = llvm::sys::path::filename(it->path()).str();
+  ASSERT_FALSE(entry.empty());
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  { std::ofstream(shared + "/" + entry, std::ios::binary) << encode_cache_entry("PLANTED: not our kernel"); }
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+
+  CliResult r = cli(flags + shell_quote(tmp.file("out.cubin")), shared);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_file(tmp.file("out.cubin")), genuine);
+  const std::string warning = "cache dir " + shared + " has mode 0777, writable by every user";
+  size_t at = r.output.find(warning);
+  EXPECT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(warning, at + 1), std::string::npos) << "warned more than once:\n" << r.output;
+  EXPECT_EQ(read_file(shared + "/" + entry).find("PLANTED"), size_t(DiskCache::kHeaderSize));  // left alone
+
+  for (const char *action : {"stats", "clear"}) {
+    CliResult c = cli(std::string("cache ") + action, shared);
+    EXPECT_EQ(c.status, 1) << action << "\n" << c.output;
+    EXPECT_NE(c.output.find(warning), std::string::npos) << c.output;
+  }
+  EXPECT_TRUE(llvm::sys::fs::exists(shared + "/" + entry));
+}
+
+// stats and clear never create a missing dir; a symlink named like an entry is not one.
+TEST(Cli, CacheStatsNeitherCreatesTheDirNorCountsSymlinks) {
+  TempDir tmp;
+  const std::string cache = tmp.file("not-yet");
+  for (const char *action : {"stats", "clear"}) {
+    CliResult r = cli(std::string("cache ") + action, cache);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+    EXPECT_FALSE(llvm::sys::fs::exists(cache)) << "cache " << action << " created the dir";
+  }
+  ASSERT_EQ(cli("compile --emit=cubin -o " + shell_quote(tmp.file("a.cubin")), cache).status, 0);
+  const std::string foreign = tmp.file("foreign.bin");
+  { std::ofstream(foreign) << std::string(100000, 'x'); }
+  const std::string link = cache + "/" + std::string(64, 'a') + ".cubin";
+  ASSERT_EQ(::symlink(foreign.c_str(), link.c_str()), 0);
+  CliResult st = cli("cache stats", cache);
+  EXPECT_EQ(st.status, 0) << st.output;
+  EXPECT_NE(st.output.find("entries  1\n"), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("bound    1.0 GiB"), std::string::npos) << st.output;
+  CliResult bound = cli("cache stats", cache, "MAGICUBE_CACHE_MAX_BYTES=64M");
+  EXPECT_NE(bound.output.find("bound    64.0 MiB"), std::string::npos) << bound.output;
+  ASSERT_EQ(cli("cache clear", cache).status, 0);
+  EXPECT_TRUE(llvm::sys::fs::exists(foreign));  // the link went, its target stayed
+}
+
+// Environment values that mean nothing are named in a warning, not ignored in silence.
+TEST(Cli, UnknownEnvironmentValuesAreWarnedAbout) {
+  TempDir tmp;
+  CliResult lvl = cli("plan", tmp.path(), "MAGICUBE_LOG_LEVEL=garbage");
+  EXPECT_EQ(lvl.status, 0) << lvl.output;
+  EXPECT_NE(lvl.output.find("MAGICUBE_LOG_LEVEL='garbage' is not a level"), std::string::npos) << lvl.output;
+  CliResult cache = cli("compile --emit=cubin -o " + shell_quote(tmp.file("k.cubin")), tmp.file("c"),
+                        "MAGICUBE_CACHE=banana");
+  EXPECT_EQ(cache.status, 0) << cache.output;
+  EXPECT_NE(cache.output.find("MAGICUBE_CACHE='banana' is not 0 or 1"), std::string::npos) << cache.output;
+  CliResult bytes = cli("compile --emit=cubin -o " + shell_quote(tmp.file("k.cubin")), tmp.file("c"),
+                        "MAGICUBE_CACHE_MAX_BYTES=lots");
+  EXPECT_NE(bytes.output.find("MAGICUBE_CACHE_MAX_BYTES='lots' is not a size"), std::string::npos) << bytes.output;
+  CliResult quiet = cli("compile --emit=cubin -o " + shell_quote(tmp.file("k.cubin")), tmp.file("c"),
+                        "MAGICUBE_CACHE=1 MAGICUBE_LOG_LEVEL=warn");
+  EXPECT_EQ(quiet.output.find("warn"), std::string::npos) << quiet.output;
 }
 
 // Without a GPU: exactly one line naming the reason, exit 2. With one: bit-exact.
