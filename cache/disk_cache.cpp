@@ -139,25 +139,14 @@ bool is_read_only_errno(int err) { return err == EACCES || err == EPERM || err =
 uint64_t cache_max_bytes_from_env() {
   const char *v = std::getenv("MAGICUBE_CACHE_MAX_BYTES");
   if (!v || !*v) return DiskCache::kDefaultMaxBytes;
-  llvm::StringRef text(v), digits = text.trim();
-  uint64_t unit = 1;
-  if (!digits.empty()) {
-    switch (digits.back()) {
-      case 'k': case 'K': unit = uint64_t(1) << 10; break;
-      case 'm': case 'M': unit = uint64_t(1) << 20; break;
-      case 'g': case 'G': unit = uint64_t(1) << 30; break;
-      default: break;
-    }
-    if (unit != 1) digits = digits.drop_back();
-  }
-  uint64_t n = 0;
-  if (digits.empty() || digits.getAsInteger(10, n) || (unit > 1 && n > UINT64_MAX / unit)) {
-    warn_once("MAGICUBE_CACHE_MAX_BYTES", "MAGICUBE_CACHE_MAX_BYTES=" + quoted(text) +
+  std::optional<uint64_t> n = parse_byte_size(v);
+  if (!n) {
+    warn_once("MAGICUBE_CACHE_MAX_BYTES", "MAGICUBE_CACHE_MAX_BYTES=" + quoted(v) +
                                               " is not a size (bytes, or with a K, M or G suffix; 0 = no bound); using " +
                                               format_bytes(DiskCache::kDefaultMaxBytes));
     return DiskCache::kDefaultMaxBytes;
   }
-  return n * unit;
+  return *n;
 }
 
 DiskCache::DiskCache(std::string dir, bool enabled, bool writable)
@@ -220,7 +209,7 @@ llvm::Expected<DiskCache> DiskCache::open(const std::string &path) {
     return make_error("cache dir " + dir + " cannot be created: " + ec.message());
   if (!llvm::sys::fs::is_directory(dir)) return make_error("cache dir " + dir + " is not writable: Not a directory");
   // An entry's hash proves integrity, not origin: only a directory nobody else can write.
-  if (llvm::Error e = check_private_dir(dir)) return std::move(e);
+  if (llvm::Error e = check_private_dir(dir)) return e;
 
   // Root passes every access() check; creating a file is the only real test.
   std::string probe;

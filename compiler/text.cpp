@@ -50,4 +50,21 @@ std::string format_bytes(uint64_t b) {
   return buf;
 }
 
+std::optional<uint64_t> parse_byte_size(llvm::StringRef text) {
+  text = text.trim();
+  uint64_t unit = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k': case 'K': unit = uint64_t(1) << 10; break;
+      case 'm': case 'M': unit = uint64_t(1) << 20; break;
+      case 'g': case 'G': unit = uint64_t(1) << 30; break;
+      default: break;
+    }
+    if (unit != 1) text = text.drop_back();
+  }
+  uint64_t n = 0;
+  if (text.empty() || text.getAsInteger(10, n) || n > UINT64_MAX / unit) return std::nullopt;
+  return n * unit;
+}
+
 }  // namespace magicube

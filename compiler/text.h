@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "llvm/ADT/StringRef.h"
@@ -19,5 +20,9 @@ bool is_plain_text(llvm::StringRef text);
 
 // "512 B", "1.5 KiB", "3.0 GiB", "8.0 EiB".
 std::string format_bytes(uint64_t bytes);
+
+// A size from an environment variable: decimal bytes with an optional K, M or G suffix
+// (powers of 1024), surrounding blanks ignored; nullopt when malformed or beyond 2^64.
+std::optional<uint64_t> parse_byte_size(llvm::StringRef text);
 
 }  // namespace magicube

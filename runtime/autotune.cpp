@@ -21,6 +21,7 @@
 #include "compiler/codegen.h"
 #include "compiler/log.h"
 #include "compiler/planner.h"
+#include "compiler/text.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -389,7 +390,7 @@ llvm::Expected<TuneRecord> tune_record_from_json(const llvm::json::Value &v) {
   auto format = str_field(root, "format", "tuning record");
   if (!format) return format.takeError();
   if (*format != kRecordFormat)
-    return err("tuning record: format '" + *format + "' is not " + kRecordFormat);
+    return err("tuning record: format " + quoted(*format) + " is not " + kRecordFormat);
   TuneRecord r;
   auto kv = field(root, "key", "tuning record");
   if (!kv) return kv.takeError();
@@ -486,7 +487,7 @@ llvm::Expected<TuneRecord> parse_tune_record(llvm::StringRef text) {
   if (text.size() > kMaxRecordBytes)
     return err("is " + llvm::Twine(text.size()) + " bytes, more than a record can be (" + llvm::Twine(kMaxRecordBytes) +
                "); not parsed");
-  if (auto e = check_json_depth(text, kMaxRecordDepth)) return std::move(e);
+  if (auto e = check_json_depth(text, kMaxRecordDepth)) return e;
   auto json = llvm::json::parse(text);
   if (!json) return json.takeError();
   return tune_record_from_json(*json);
@@ -539,7 +540,8 @@ std::optional<TuneRecord> TuneStore::load(const TuneKey &key) const {
     return std::nullopt;
   }
   if (!(rec->key == key)) {
-    log().warn("tuning record {} is for another key ({}, expected {}); ignoring it", file, rec->key.str(), key.str());
+    log().warn("tuning record {} is for another key ({}, expected {}); ignoring it", file, quoted(rec->key.str(), 256),
+               key.str());
     return std::nullopt;
   }
   return std::move(*rec);

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <optional>
 
+#include "compiler/text.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -81,9 +82,6 @@ std::string where(llvm::StringRef name, const Line &line, size_t column = 0) {
   return s + " ";
 }
 
-std::string shorten(llvm::StringRef token) {
-  return token.size() <= 32 ? token.str() : (token.take_front(29) + "...").str();
-}
 
 // Scans `line` into `out`, reporting a bad token as "name:L:C: <label>[i] 'tok' is not ...".
 llvm::Error scan_line(llvm::StringRef name, const Line &line, bool commas, llvm::StringRef label,
@@ -99,7 +97,8 @@ llvm::Error scan_line(llvm::StringRef name, const Line &line, bool commas, llvm:
     } else {
       what = (label + "[" + llvm::Twine(bad->entry) + "]").str();
     }
-    return err(where(name, line, bad->column) + what + " '" + shorten(bad->token) + "' " + bad->why);
+    // Quoted: a terminal escape or a NUL in the file cannot get into the message.
+    return err(where(name, line, bad->column) + what + " " + quoted(bad->token, 32) + " " + bad->why);
   }
   return llvm::Error::success();
 }

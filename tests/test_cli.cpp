@@ -313,6 +313,92 @@ TEST(Cli, UnknownEnvironmentValuesAreWarnedAbout) {
   EXPECT_EQ(quiet.output.find("warn"), std::string::npos) << quiet.output;
 }
 
+// Sizes no machine can hold used to die with SIGABRT (an uncaught std::bad_alloc or
+// std::length_error, exit 134, no message). They are worked out before anything is
+// allocated and refused with exit 1 and a message naming the size; no GPU is needed.
+TEST(Cli, HugeSizesAreRefusedBeforeAllocating) {
+  TempDir tmp;
+  const std::string big = "--m=2147483647 --k=2147483647 --sparsity=0.999 --n=2147483647";
+  std::string smtx = tmp.file("wide.smtx");  // 23 bytes: one row of 2^31-1 columns, one nonzero
+  { std::ofstream(smtx) << "1, 2147483647, 1\n0 1\n5\n"; }
+  ASSERT_EQ(read_file(smtx).size(), 23u);
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"run --lhs=s8 --rhs=s8 --v=8 " + big, "of host memory"},
+      {"run --lhs=s8 --rhs=s8 --v=8 --matrix=" + shell_quote(smtx) + " --n=64", "B: K x N int64 values"},
+      {"run --op=sddmm --lhs=s8 --rhs=s8 --v=8 --m=2147483647 --n=2147483647 --sparsity=0.999 --k=2147483647",
+       "of host memory"},
+      {"run --op=sddmm --lhs=s8 --rhs=s8 --v=8 --matrix=" + shell_quote(smtx) + " --k=64",
+       "SDDMM M=8 K=64 N=2147483647 V=8 with 1 vectors needs about 2.0 TiB"},
+      {"run --lhs=s8 --rhs=s8 --v=8 --m=64 --k=64 --sparsity=0.5 --n=2147483647", "of host memory"},
+      {"tune --lhs=s8 --rhs=s8 --v=8 " + big, "of host memory"},
+      {"tune --lhs=s8 --rhs=s8 --v=8 --matrix=" + shell_quote(smtx) + " --n=64", "of host memory"},
+      {"tune --op=sddmm --lhs=s8 --rhs=s8 --v=8 --m=2147483647 --n=2147483647 --sparsity=0.5 --k=64",
+       "of host memory"},
+  };
+  for (const Case &c : cases) {
+    CliResult r = cli(c.args, tmp.path());
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("magicube: error: "), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("refusing it before allocating"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  // The limit is this process's: a small one refuses a modest problem, naming the limit.
+  CliResult small = cli("run --m=4096 --k=4096 --sparsity=0.5 --n=4096", tmp.path(), "MAGICUBE_HOST_MEMORY_LIMIT=64M");
+  EXPECT_EQ(small.status, 1) << small.output;
+  EXPECT_NE(small.output.find("the limit is 64.0 MiB"), std::string::npos) << small.output;
+  EXPECT_NE(small.output.find("size: SpMM M=4096 K=4096 N=4096 V=8"), std::string::npos) << small.output;
+}
+
+// Checks that came late or not at all: a pattern with no rows or columns (as --m=0 is
+// refused), --repeat/--warmup beyond their bounds, a tuning run's timing flags too.
+TEST(Cli, EmptyPatternsAndUnboundedTimingFlagsAreRefused) {
+  TempDir tmp;
+  std::string no_rows = tmp.file("no-rows.smtx"), no_cols = tmp.file("no-cols.smtx");
+  { std::ofstream(no_rows) << "0, 5, 0\n0\n"; }
+  { std::ofstream(no_cols) << "3, 0, 0\n0 0 0 0\n"; }
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"run --matrix=" + shell_quote(no_rows) + " --n=8", "has 0 rows and 5 columns (allowed: at least 1 of each)"},
+      {"run --matrix=" + shell_quote(no_cols) + " --n=8", "has 3 rows and 0 columns"},
+      {"run --op=sddmm --matrix=" + shell_quote(no_cols) + " --k=8", "has 3 rows and 0 columns"},
+      {"tune --matrix=" + shell_quote(no_rows) + " --n=8", "has 0 rows"},
+      {"run --m=16 --k=16 --sparsity=0.5 --n=8 --repeat=100001", "repeat: --repeat=100001 is not allowed (allowed: 1..100000)"},
+      {"run --m=16 --k=16 --sparsity=0.5 --n=8 --warmup=2000000000", "warmup: --warmup=2000000000 is not allowed"},
+      {"run --m=16 --k=16 --sparsity=0.5 --n=8 --warmup=-1", "warmup: --warmup=-1"},
+      {"tune --m=16 --k=16 --sparsity=0.5 --n=8 --repeat=1000000", "repeat: --repeat=1000000"},
+  };
+  for (const Case &c : cases) {
+    CliResult r = cli(c.args, tmp.path());
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+// A .smtx token with a terminal escape or a NUL is quoted in the message: the escape cannot
+// reach the terminal and the NUL does not cut the message short.
+TEST(Cli, MessagesQuoteTheFilesBytes) {
+  TempDir tmp;
+  std::string evil = tmp.file("evil.smtx");
+  {
+    std::ofstream f(evil, std::ios::binary);
+    f << "2, 3, 2\n0 1 2\n0 1\x1b]0;pwned\x07" << std::string(1, '\0') << "x\n";
+  }
+  CliResult r = cli("run --matrix=" + shell_quote(evil) + " --n=8", tmp.path());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
+  EXPECT_EQ(r.output.find('\x07'), std::string::npos);
+  EXPECT_NE(r.output.find("col_idx[1] '1\\x1b]0;pwned\\x07\\x00x' is not a non-negative integer"), std::string::npos)
+      << r.output;
+  // Spec text is quoted the same way.
+  CliResult lhs = cli("plan --lhs=\"$(printf 's8\\033[2J')\"", tmp.path());
+  EXPECT_EQ(lhs.status, 1) << lhs.output;
+  EXPECT_EQ(lhs.output.find('\x1b'), std::string::npos) << lhs.output;
+  EXPECT_NE(lhs.output.find("lhs: 's8\\x1b[2J' is not an element type"), std::string::npos) << lhs.output;
+}
+
 // Without a GPU: exactly one line naming the reason, exit 2. With one: bit-exact.
 TEST(Cli, RunSyntheticSpmm) {
   TempDir tmp;

@@ -14,6 +14,8 @@
 // op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --resident --out --scale --bias --arch
 // Exit status: 0 success; 1 bad input or a failure (the message names it); 2 nothing run
 // (no GPU).
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "compiler/log.h"
@@ -217,11 +219,7 @@ tool::TuneArgs tune_args() {
   return t;
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
-  cl::ParseCommandLineOptions(argc, argv, "Magicube JIT: quantized sparse tensor-core kernels\n");
-  log().debug("magicube started");
+int dispatch(int argc, char **argv) {
   if (PlanCmd) return tool::cmd_plan(op_flags(), FormatFlag, AllFlag);
   if (CompileCmd) return tool::cmd_compile(op_flags(), EmitFlag, OutputFlag);
   if (RunCmd) return tool::cmd_run(op_flags(), run_args());
@@ -229,5 +227,22 @@ int main(int argc, char **argv) {
   if (CacheCmd) return tool::cmd_cache(CacheAction);
   if (BenchCmd) return tool::cmd_bench(bench_options(), argc, argv);
   llvm::errs() << "magicube: error: no command given (commands: plan, compile, run, cache, bench, tune; try: magicube --help)\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  cl::ParseCommandLineOptions(argc, argv, "Magicube JIT: quantized sparse tensor-core kernels\n");
+  log().debug("magicube started");
+  // The backstop: sizes are checked before allocating (runtime/memory_budget.h), but no
+  // allocation failure may end the process with an uncaught exception and no message.
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::bad_alloc &) {
+    llvm::errs() << "magicube: error: out of host memory (std::bad_alloc): the problem is too large for this machine\n";
+  } catch (const std::length_error &e) {
+    llvm::errs() << "magicube: error: a size is too large (std::length_error: " << e.what() << ")\n";
+  }
   return 1;
 }

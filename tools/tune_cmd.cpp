@@ -50,8 +50,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
     if (r.k <= 0 || r.k > INT32_MAX)
       return fail("k: --k=" + llvm::Twine(r.k) + " is not allowed (give --k=K, the reduction length: 1..2^31-1)");
   }
-  if (r.repeat < 1) return fail("repeat: --repeat=" + llvm::Twine(r.repeat) + " is not allowed (allowed: >= 1)");
-  if (r.warmup < 0) return fail("warmup: --warmup=" + llvm::Twine(r.warmup) + " is not allowed (allowed: >= 0)");
+  if (auto e = check_timing_flags(r.repeat, r.warmup)) return fail(std::move(e));
 
   TuneOptions opts;
   if (t.bsn_given) opts.knob_values["bsn"] = {f.bsn};
@@ -90,6 +89,9 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   }
   auto cands = tuning_candidates(*spec, opts);
   if (!cands) return fail(cands.takeError());
+  auto base_plan = pick_plan(*spec, 0);
+  if (!base_plan) return fail(base_plan.takeError());
+  if (auto e = check_device_memory(*ctx, *base_plan, m, k, n, sparse->num_vectors())) return fail(std::move(e));
   const MatrixSignature sig = sddmm ? sddmm_signature(*sparse, k) : spmm_signature(*sparse, n);
   const int64_t nnz = sparse->num_vectors();
   llvm::outs() << "gpu       " << ctx->name() << " (" << arch_name(ctx->compute_capability()) << ", "
