@@ -172,7 +172,8 @@ struct Enumerated {
 llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const TuneOptions &opts) {
   const auto &table = knob_table();
   for (const auto &[name, values] : opts.knob_values) {
-    bool known = std::any_of(table.begin(), table.end(), [&](const KnobInfo &i) { return name == i.name; });
+    const std::string &knob = name;  // a lambda may not capture a structured binding before C++20 (the fuzz build)
+    bool known = std::any_of(table.begin(), table.end(), [&](const KnobInfo &i) { return knob == i.name; });
     if (!known) {
       std::string names;
       for (const KnobInfo &i : table) names += std::string(names.empty() ? "" : ", ") + i.name;

@@ -583,6 +583,17 @@ TEST(Autotune, RecordsOnlyFromRegularFilesInAPrivateDir) {
   ::chmod(dir.c_str(), 0700);
 }
 
+// The tuning-record fuzzer's seed (fuzz/corpus/tune_record/record.json) is a valid record,
+// so the fuzzer starts from inputs that reach the field readers.
+TEST(Autotune, FuzzSeedRecordParses) {
+  std::string text = read_file(std::string(MAGICUBE_SOURCE_DIR) + "/fuzz/corpus/tune_record/record.json");
+  ASSERT_FALSE(text.empty());
+  auto r = parse_tune_record(text);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->timings.size(), 3u);
+  EXPECT_EQ(r->choice.candidate.spec.bsn, 128);
+}
+
 TEST(Autotune, StoreSaveErrorNamesTheFile) {
   TempDir tmp;
   write_file(tmp.path() + "/file", "x");
