@@ -16,6 +16,7 @@
 #include <csignal>
 #include <ctime>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -779,6 +780,37 @@ TEST(CompileCache, LevelsAndRecompileOfCorruptEntry) {
   auto repaired = open_or_die(tmp.path).load(k);
   ASSERT_TRUE(repaired.has_value());
   EXPECT_EQ(*repaired, *a);
+}
+
+// A full disk (here: a file-size limit, so every write past 256 bytes fails with EFBIG, as
+// ENOSPC would) only costs the disk level: the kernel is compiled and returned, the failed
+// store is counted and warned about, and no entry or temp file is left behind.
+TEST(CompileCache, AFullDiskOnlyCostsTheDiskLevel) {
+  TempDir tmp;
+  const CacheKey k = make_cache_key("gen-1", "tiny-full-disk", "", 80, nvrtc_version());
+  std::string failure = in_child([&]() -> std::string {
+    ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG instead of killing us
+    struct rlimit rl {};
+    rl.rlim_cur = rl.rlim_max = 256;
+    if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) return "setrlimit failed";
+    LogCapture logs;
+    CompileCache cache(open_or_die(tmp.path));
+    auto cubin = cache.get_cubin(k, 80, [] { return llvm::Expected<std::string>(std::string(kTinyKernel)); }, "tiny.cu");
+    if (!cubin) return "no cubin: " + llvm::toString(cubin.takeError());
+    if (cubin->substr(0, 4) != std::string("\x7f" "ELF")) return "not a cubin";
+    if (cubin->size() + DiskCache::kHeaderSize <= 256) return "the cubin fits the limit: the test proves nothing";
+    if (cache.stats().disk_store_failures != 1) return "the failed store was not counted";
+    if (logs.text().find("compiled but not stored on disk") == std::string::npos) return "no warning: " + logs.text();
+    auto again = cache.get_cubin(k, 80, [] { return llvm::Expected<std::string>(std::string("not called")); }, "tiny.cu");
+    if (!again || *again != *cubin) return "the memory level lost it";
+    return "";
+  });
+  EXPECT_EQ(failure, "");
+  std::error_code ec;
+  int files = 0;
+  for (llvm::sys::fs::directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec)) ++files;
+  EXPECT_EQ(files, 0) << "a partial entry or temp file was left behind";
+  EXPECT_FALSE(open_or_die(tmp.path).load(k).has_value());
 }
 
 TEST(CompileCache, ErrorsPassThroughAndAreNotCached) {
