@@ -169,6 +169,9 @@ int run(const bench::BenchOptions &o, int argc, char **argv) {
     dlmc = bench::find_default_dlmc(exe);
   }
   if (o.out_dir.empty()) return fail("out-dir: --out-dir= is empty (give the folder for the results)");
+  // Found before the GPU is looked for, like every other bad flag.
+  if (llvm::sys::fs::exists(o.out_dir) && !llvm::sys::fs::is_directory(o.out_dir))
+    return fail("out-dir: --out-dir=" + o.out_dir + " is a file, not a folder (give the folder for the results)");
 
   // ---- the GPU ----
   std::string why = no_gpu_reason();

@@ -195,8 +195,10 @@ llvm::Expected<BenchConfig> make_config(const BenchOptions &o) {
                    " is not a section (allowed: synthetic, dlmc, sddmm, small, jit)");
     }
   }
-  if (o.repeat < 1) return err("repeat: --repeat=" + llvm::Twine(o.repeat) + " is not allowed (allowed: >= 1)");
-  if (o.warmup < 0) return err("warmup: --warmup=" + llvm::Twine(o.warmup) + " is not allowed (allowed: >= 0)");
+  if (o.repeat < 1 || o.repeat > 100000)
+    return err("repeat: --repeat=" + llvm::Twine(o.repeat) + " is not allowed (allowed: 1..100000)");
+  if (o.warmup < 0 || o.warmup > 100000)
+    return err("warmup: --warmup=" + llvm::Twine(o.warmup) + " is not allowed (allowed: 0..100000)");
   c.repeat = o.repeat;
   c.warmup = o.warmup;
   if (o.l2 != "warm" && o.l2 != "flush") return err("l2: --l2=" + o.l2 + " is not allowed (allowed: warm, flush)");

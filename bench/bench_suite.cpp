@@ -19,6 +19,8 @@
 #include <optional>
 #include <random>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include "bench/baselines.h"
@@ -768,6 +770,7 @@ void Suite::jit_compile_costs() {
     return;
   }
   TempDir tmp{std::string(dir.str())};
+  ::chmod(tmp.path.c_str(), 0700);  // the disk cache takes only a private dir
   auto disk = DiskCache::open(tmp.path);
   if (!disk) return note("disk cache", disk.takeError());
   if (!disk->enabled()) {

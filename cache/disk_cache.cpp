@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <algorithm>
 #include <random>
 
 #include <dirent.h>
@@ -13,6 +14,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "cache/safe_file.h"
+#include "support/text.h"
 #include "support/atomic_file.h"
 #include "support/hash.h"
 #include "support/log.h"
@@ -65,19 +68,6 @@ int create_temp(const std::string &dir, const std::string &prefix, std::string &
   return -1;
 }
 
-bool read_all(int fd, std::string &out, int &err) {
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      err = errno;
-      return false;
-    }
-    if (r == 0) return true;
-    out.append(buf, static_cast<size_t>(r));
-  }
-}
 
 // "<64 hex>.cubin"
 bool is_entry_name(llvm::StringRef name) {
@@ -102,7 +92,10 @@ bool temp_is_stale(long pid, const struct stat &st) {
 
 bool cache_disabled_by_env() {
   const char *v = std::getenv("MAGICUBE_CACHE");
-  return v && std::string(v) == "0";
+  if (!v || !*v || std::string(v) == "1") return false;
+  if (std::string(v) == "0") return true;
+  warn_once("MAGICUBE_CACHE", "MAGICUBE_CACHE=" + quoted(v) + " is not 0 or 1; ignoring it (the disk cache stays on)");
+  return false;
 }
 
 // Lists the names in `dir` (without "." and ".."); false and errno on failure.
@@ -120,7 +113,26 @@ bool list_dir(const std::string &dir, std::vector<std::string> &names, int &err)
   return true;
 }
 
+// Whether a failed create in `dir` means the directory refuses writes (open it read-only).
+bool is_read_only_errno(int err) { return err == EACCES || err == EPERM || err == EROFS; }
+
 }  // namespace
+
+uint64_t cache_max_bytes_from_env() {
+  const char *v = std::getenv("MAGICUBE_CACHE_MAX_BYTES");
+  if (!v || !*v) return DiskCache::kDefaultMaxBytes;
+  std::optional<uint64_t> n = parse_byte_size(v);
+  if (!n) {
+    warn_once("MAGICUBE_CACHE_MAX_BYTES", "MAGICUBE_CACHE_MAX_BYTES=" + quoted(v) +
+                                              " is not a size (bytes, or with a K, M or G suffix; 0 = no bound); using " +
+                                              format_bytes(DiskCache::kDefaultMaxBytes));
+    return DiskCache::kDefaultMaxBytes;
+  }
+  return *n;
+}
+
+DiskCache::DiskCache(std::string dir, bool enabled, bool writable)
+    : dir_(std::move(dir)), enabled_(enabled), writable_(writable), max_bytes_(cache_max_bytes_from_env()) {}
 
 std::string encode_cache_entry(const std::string &payload) {
   std::string out(kMagic, sizeof kMagic);
@@ -178,12 +190,19 @@ llvm::Expected<DiskCache> DiskCache::open(const std::string &path) {
                                                              llvm::sys::fs::perms::owner_all))
     return make_error("cache dir " + dir + " cannot be created: " + ec.message());
   if (!llvm::sys::fs::is_directory(dir)) return make_error("cache dir " + dir + " is not writable: Not a directory");
+  // An entry's hash proves integrity, not origin: only a directory nobody else can write.
+  if (llvm::Error e = check_private_dir(dir)) return e;
 
   // Root passes every access() check; creating a file is the only real test.
   std::string probe;
   int err = 0;
   int fd = create_temp(dir, kProbePrefix.str(), probe, err);
-  if (fd < 0) return make_error("cache dir " + dir + " is not writable: " + errno_text(err));
+  if (fd < 0) {
+    if (!is_read_only_errno(err)) return make_error("cache dir " + dir + " is not writable: " + errno_text(err));
+    // Ours but read-only (a shared image, a read-only mount): serve what is there.
+    log().debug("disk cache {} is read-only ({}): entries are loaded, none stored", dir, errno_text(err));
+    return DiskCache(dir, true, false);
+  }
   ::close(fd);
   ::unlink(probe.c_str());
   return DiskCache(dir, true);
@@ -198,37 +217,89 @@ std::optional<std::string> DiskCache::load(const CacheKey &key) const {
     return std::nullopt;
   }
   const std::string file = entry_path(key);
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno != ENOENT) log().warn("cannot open cache entry {}: {}; treating it as a miss", file, errno_text(errno));
-    return std::nullopt;
+  // No symlinks, no special files, nothing larger than an entry can be.
+  SafeRead read = read_regular_file(file, kHeaderSize + kMaxEntryBytes);
+  switch (read.status) {
+    case SafeRead::Status::Ok: break;
+    case SafeRead::Status::Missing: return std::nullopt;
+    case SafeRead::Status::Refused:
+      log().warn("cache entry {} {}; treating it as a miss", file, read.why);
+      return std::nullopt;
+    case SafeRead::Status::Failed:
+      log().warn("cannot read cache entry {}: {}; treating it as a miss", file, read.why);
+      return std::nullopt;
   }
-  struct stat opened {};
-  std::string data;
-  int err = 0;
-  bool ok = ::fstat(fd, &opened) == 0 && read_all(fd, data, err);
-  ::close(fd);
-  if (!ok) {
-    log().warn("cannot read cache entry {}: {}; treating it as a miss", file, errno_text(err ? err : errno));
-    return std::nullopt;
+  auto payload = decode_cache_entry(read.data);
+  if (payload) {
+    // Least recently used: a hit refreshes the entry's mtime (trim() evicts the oldest).
+    if (writable_) {
+      const struct timespec now[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+      ::utimensat(AT_FDCWD, file.c_str(), now, AT_SYMLINK_NOFOLLOW);
+    }
+    return std::move(*payload);
   }
-  auto payload = decode_cache_entry(data);
-  if (payload) return std::move(*payload);
 
   log().warn("corrupt cache entry {}: {}; deleting it", file, llvm::toString(payload.takeError()));
   // Delete only the file we read: a writer may have renamed a good entry over it since.
   struct stat now {};
-  if (::stat(file.c_str(), &now) == 0 && now.st_dev == opened.st_dev && now.st_ino == opened.st_ino &&
+  if (::lstat(file.c_str(), &now) == 0 && uint64_t(now.st_dev) == read.dev && uint64_t(now.st_ino) == read.ino &&
       ::unlink(file.c_str()) != 0 && errno != ENOENT)
     log().warn("cannot delete corrupt cache entry {}: {}", file, errno_text(errno));
   return std::nullopt;
 }
 
 llvm::Error DiskCache::store(const CacheKey &key, const std::string &payload) const {
-  if (!enabled_) return llvm::Error::success();
+  if (!enabled_ || !writable_) return llvm::Error::success();
   if (!is_key_hex(key.hex))
     return make_error("cannot store cache key '" + key.hex + "' in " + dir_ + ": expected 64 lowercase hex digits");
-  return write_file_atomic(entry_path(key), encode_cache_entry(payload), "cache entry");
+  if (auto e = write_file_atomic(entry_path(key), encode_cache_entry(payload), "cache entry")) return e;
+  trim(&key);
+  return llvm::Error::success();
+}
+
+size_t DiskCache::trim(const CacheKey *keep) const {
+  if (!enabled_ || !writable_) return 0;
+  std::vector<std::string> names;
+  int err = 0;
+  if (!list_dir(dir_, names, err)) return 0;
+  struct Entry {
+    std::string file;
+    struct timespec used;
+    uint64_t bytes;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  size_t removed = 0;
+  const std::string kept = keep ? keep->hex + kEntrySuffix.str() : std::string();
+  for (const std::string &n : names) {
+    const std::string file = join(dir_, n);
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    long pid = 0;
+    if (is_temp_name(n, pid)) {
+      if (temp_is_stale(pid, st) && ::unlink(file.c_str()) == 0) {
+        ++removed;
+        log().debug("disk cache {}: removed the stale temp file {}", dir_, n);
+      }
+      continue;
+    }
+    if (!is_entry_name(n)) continue;
+    total += uint64_t(st.st_size);
+    if (n != kept) entries.push_back(Entry{file, st.st_mtim, uint64_t(st.st_size)});
+  }
+  if (max_bytes_ == 0 || total <= max_bytes_) return removed;
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  for (const Entry &e : entries) {
+    if (total <= max_bytes_) break;
+    if (::unlink(e.file.c_str()) == 0 || errno == ENOENT) {
+      total -= std::min(total, e.bytes);
+      ++removed;
+      log().debug("disk cache {}: evicted {} (least recently used; bound {})", dir_, e.file, format_bytes(max_bytes_));
+    }
+  }
+  return removed;
 }
 
 DiskCache::Stats DiskCache::stats() const {
@@ -241,7 +312,10 @@ DiskCache::Stats DiskCache::stats() const {
   }
   for (const std::string &n : names) {
     struct stat st {};
-    if (!is_entry_name(n) || ::stat(join(dir_, n).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    long pid = 0;
+    if (::lstat(join(dir_, n).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // not a symlink's target
+    if (is_temp_name(n, pid)) ++s.temps;
+    if (!is_entry_name(n)) continue;
     ++s.entries;
     s.bytes += static_cast<uint64_t>(st.st_size);
   }
@@ -260,9 +334,11 @@ llvm::Error DiskCache::clear() const {
   for (const std::string &n : names) {
     const std::string file = join(dir_, n);
     struct stat st {};
-    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::lstat(file.c_str(), &st) != 0) continue;
     long pid = 0;
-    bool ours = is_entry_name(n) || (is_temp_name(n, pid) && temp_is_stale(pid, st));
+    // An entry-named symlink is removed too (unlink removes the link, never its target).
+    bool ours = (is_entry_name(n) && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) ||
+                (S_ISREG(st.st_mode) && is_temp_name(n, pid) && temp_is_stale(pid, st));
     if (!ours) continue;
     if (::unlink(file.c_str()) == 0) ++removed;
     else if (errno != ENOENT) failures += "\n  " + file + ": " + errno_text(errno);

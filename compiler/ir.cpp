@@ -1,5 +1,7 @@
 #include "compiler/ir.h"
 
+#include "support/text.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "support/hash.h"
@@ -34,14 +36,14 @@ llvm::Expected<Scale> parse_scale(llvm::StringRef s) {
   if (s == "none") return Scale::None;
   if (s == "tensor") return Scale::Tensor;
   if (s == "rowcol") return Scale::RowCol;
-  return err("scale: unknown scale '" + s + "' (allowed: none, tensor, rowcol)");
+  return err("scale: unknown scale " + quoted(s) + " (allowed: none, tensor, rowcol)");
 }
 
 llvm::Expected<Bias> parse_bias(llvm::StringRef s) {
   if (s == "none") return Bias::None;
   if (s == "row") return Bias::Row;
   if (s == "col") return Bias::Col;
-  return err("bias: unknown bias '" + s + "' (allowed: none, row, col)");
+  return err("bias: unknown bias " + quoted(s) + " (allowed: none, row, col)");
 }
 
 std::string arch_name(int arch) { return "sm_" + std::to_string(arch); }
@@ -49,17 +51,17 @@ std::string arch_name(int arch) { return "sm_" + std::to_string(arch); }
 llvm::Expected<OpKind> parse_op(llvm::StringRef s) {
   if (s == "spmm") return OpKind::SpMM;
   if (s == "sddmm") return OpKind::SDDMM;
-  return err("op: unknown op '" + s + "' (allowed: spmm, sddmm)");
+  return err("op: unknown op " + quoted(s) + " (allowed: spmm, sddmm)");
 }
 
 llvm::Expected<ElemType> parse_elem(llvm::StringRef s, llvm::StringRef field) {
   if (s.size() < 2 || (s[0] != 's' && s[0] != 'u'))
-    return err(field + ": '" + s + "' is not an element type (write s<bits> or u<bits>, bits 1..16, e.g. s8, u4)");
+    return err(field + ": " + quoted(s) + " is not an element type (write s<bits> or u<bits>, bits 1..16, e.g. s8, u4)");
   unsigned bits = 0;
   if (s.drop_front().getAsInteger(10, bits))
-    return err(field + ": '" + s + "' is not an element type (write s<bits> or u<bits>, bits 1..16, e.g. s8, u4)");
+    return err(field + ": " + quoted(s) + " is not an element type (write s<bits> or u<bits>, bits 1..16, e.g. s8, u4)");
   if (bits < 1 || bits > 16)
-    return err(field + ": " + llvm::Twine(bits) + " bits in '" + s + "' is out of range (allowed: 1..16)");
+    return err(field + ": " + llvm::Twine(bits) + " bits in " + quoted(s) + " is out of range (allowed: 1..16)");
   return ElemType{int(bits), s[0] == 's'};
 }
 
@@ -68,7 +70,7 @@ llvm::Expected<OutType> parse_out(llvm::StringRef s) {
     if (s == out_name(t)) return t;
   if (s == "int32") return OutType::Int32;
   if (s == "int64") return OutType::Int64;
-  return err("out: unknown output type '" + s + "' (allowed: int32, int64, f32, f16, bf16)");
+  return err("out: unknown output type " + quoted(s) + " (allowed: int32, int64, f32, f16, bf16)");
 }
 
 llvm::Expected<int> parse_arch(llvm::StringRef s) {
@@ -76,7 +78,7 @@ llvm::Expected<int> parse_arch(llvm::StringRef s) {
   digits.consume_front("sm_");
   unsigned cc = 0;
   if (!digits.getAsInteger(10, cc) && (cc == 80 || cc == 86 || cc == 89 || cc == 90)) return int(cc);
-  return err("arch: unknown arch '" + s + "' (allowed: sm_80, sm_86, sm_89, sm_90)");
+  return err("arch: unknown arch " + quoted(s) + " (allowed: sm_80, sm_86, sm_89, sm_90)");
 }
 
 llvm::Error validate(const OpSpec &s) {
@@ -144,13 +146,13 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
     if (!pf && f.size() < 7) f.insert(f.begin() + 4, llvm::StringRef()), s.pinned &= ~kPinPrefetch;
   }
   if (f.size() != 7)
-    return err("opspec: '" + text + "' must have 5 to 7 dot-separated fields: op.LxR.vV[.nBSn][.pf|nopf].out.arch (e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, or spmm.s8xu4.v8.i32.sm_90 to let the dispatch choose the tile and prefetch)");
+    return err("opspec: " + quoted(text) + " must have 5 to 7 dot-separated fields: op.LxR.vV[.nBSn][.pf|nopf].out.arch (e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, or spmm.s8xu4.v8.i32.sm_90 to let the dispatch choose the tile and prefetch)");
   auto op = parse_op(f[0]);
   if (!op) return op.takeError();
   s.op = *op;
   // LxR: the separator is the first 'x' after the LHS's leading letter.
   size_t sep = f[1].find('x', 1);
-  if (sep == llvm::StringRef::npos) return err("types: '" + f[1] + "' must be <lhs>x<rhs>, e.g. s8xu4");
+  if (sep == llvm::StringRef::npos) return err("types: " + quoted(f[1]) + " must be <lhs>x<rhs>, e.g. s8xu4");
   llvm::StringRef l = f[1].take_front(sep), r = f[1].drop_front(sep + 1);
   auto lhs = parse_elem(l, "lhs");
   if (!lhs) return lhs.takeError();
@@ -159,18 +161,18 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   s.lhs = *lhs;
   s.rhs = *rhs;
   unsigned n = 0;
-  if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: '" + f[2] + "' must be v<V>, e.g. v8");
+  if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: " + quoted(f[2]) + " must be v<V>, e.g. v8");
   s.v = int(n);
   llvm::StringRef nf = f[3].empty() ? llvm::StringRef("n64") : f[3];
   if (nf.consume_back("r")) s.resident = true;
   if (size_t kpos = nf.find('k'); kpos != llvm::StringRef::npos) {
     unsigned k = 0;
     if (nf.drop_front(kpos + 1).getAsInteger(10, k))
-      return err("split: '" + f[3] + "' must be n<BSn> or n<BSn>k<split>, e.g. n256k2");
+      return err("split: " + quoted(f[3]) + " must be n<BSn> or n<BSn>k<split>, e.g. n256k2");
     s.split = int(k);
     nf = nf.take_front(kpos);
   }
-  if (!nf.consume_front("n") || nf.getAsInteger(10, n)) return err("bsn: '" + f[3] + "' must be n<BSn>, e.g. n64");
+  if (!nf.consume_front("n") || nf.getAsInteger(10, n)) return err("bsn: " + quoted(f[3]) + " must be n<BSn>, e.g. n64");
   s.bsn = int(n);
   if (f[4].empty()) {
     s.prefetch = true;
@@ -180,7 +182,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
     s.prefetch = true;
     s.stages = f[4].size() == 3 ? f[4][2] - '0' : 0;
   } else {
-    return err("prefetch: '" + f[4] + "' must be pf, pf2, pf3, pf4 (ring depth) or nopf");
+    return err("prefetch: " + quoted(f[4]) + " must be pf, pf2, pf3, pf4 (ring depth) or nopf");
   }
   llvm::SmallVector<llvm::StringRef, 4> outf;
   f[5].split(outf, '+');
@@ -192,7 +194,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
     else if (outf[i] == "rc") s.scale = Scale::RowCol;
     else if (outf[i] == "rowbias") s.bias = Bias::Row;
     else if (outf[i] == "colbias") s.bias = Bias::Col;
-    else return err("out: unknown epilogue option '+" + outf[i] + "' (allowed: +t, +rc, +rowbias, +colbias)");
+    else return err("out: unknown epilogue option " + quoted("+" + outf[i].str()) + " (allowed: +t, +rc, +rowbias, +colbias)");
   }
   auto arch = parse_arch(f[6]);
   if (!arch) return arch.takeError();

@@ -3,10 +3,13 @@
 #include <optional>
 #include <map>
 #include <mutex>
+#include <new>
+#include <stdexcept>
 
 #include "compiler/planner.h"
 #include "runtime/epilogue.h"
 #include "runtime/magicube.h"
+#include "runtime/memory_budget.h"
 
 #include "runtime/autotune.h"
 #include "runtime/dispatch.h"
@@ -65,6 +68,16 @@ T take(llvm::Expected<T> v, Error::Kind kind) {
 void check(llvm::Error e, Error::Kind kind) {
   if (e) raise(std::move(e), kind);
 }
+
+// Sizes are checked before allocating (runtime/memory_budget.h); what still fails to
+// allocate becomes Error::Kind::Invalid naming the call, never an escaping std::bad_alloc.
+[[noreturn]] void out_of_memory(const char *call, const char *why) {
+  throw Error(Error::Kind::Invalid, std::string(call) + ": the operands are too large for this machine's memory (" +
+                                        why + ")");
+}
+#define MAGICUBE_CATCH_ALLOC(call)                                          \
+  catch (const std::bad_alloc &) { out_of_memory(call, "std::bad_alloc"); } \
+  catch (const std::length_error &) { out_of_memory(call, "std::length_error"); }
 
 // The primary context of `device`, retained on first use for the rest of the process and
 // made current on the calling thread.
@@ -255,7 +268,7 @@ std::string Spmm::kernel_name() const { return state_->plan.kernel_name(); }
 int64_t Spmm::max_reduction_length() const { return reduction_bound(state_->plan); }
 size_t Spmm::output_element_bytes() const { return stored_bytes(state_->plan.spec.out); }
 
-HostLhs Spmm::pack_lhs(const VectorSparse &a) const {
+HostLhs Spmm::pack_lhs(const VectorSparse &a) const try {
   const Plan &p = state_->plan;
   if (a.v != p.spec.v)
     throw Error(Error::Kind::Invalid, "lhs A: has V=" + std::to_string(a.v) + " but the spec " + to_string(p.spec) +
@@ -266,12 +279,14 @@ HostLhs Spmm::pack_lhs(const VectorSparse &a) const {
   h.packed = take(magicube::pack_lhs(h.layout, p), Error::Kind::Invalid);
   return h;
 }
+MAGICUBE_CATCH_ALLOC("Spmm::pack_lhs")
 
-PackedRhs Spmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const {
+PackedRhs Spmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const try {
   if (k < 0 || n < 0)
     throw Error(Error::Kind::Invalid, "rhs B: shape " + std::to_string(k) + " x " + std::to_string(n) + " is negative");
   return take(magicube::pack_rhs(b, k, n, state_->plan), Error::Kind::Invalid);
 }
+MAGICUBE_CATCH_ALLOC("Spmm::pack_rhs")
 
 void Spmm::check_epilogue(const EpilogueArgs &epilogue, int64_t m, int64_t n) const {
   check_epilogue_args(state_->plan.spec, epilogue, m, n);
@@ -292,9 +307,13 @@ DeviceEpilogue Spmm::upload(const EpilogueArgs &epilogue) const { return upload_
 DeviceBuffer Spmm::allocate_output(int64_t m, int64_t n) const {
   if (m < 0 || n < 0)
     throw Error(Error::Kind::Invalid, "c: shape " + std::to_string(m) + " x " + std::to_string(n) + " is negative");
+  auto count = checked_mul(m, n);
+  auto bytes = count ? checked_mul(int64_t(*count), int64_t(output_element_bytes())) : std::nullopt;
+  if (!bytes || *bytes > uint64_t(INT64_MAX))
+    throw Error(Error::Kind::Invalid, "c: shape " + std::to_string(m) + " x " + std::to_string(n) + " of " +
+                                          std::to_string(output_element_bytes()) + "-byte elements overflows 64 bits");
   primary_context(state_->options.device);
-  return take(DeviceBuffer::allocate(std::max<size_t>(1, size_t(m) * size_t(n) * output_element_bytes())),
-              Error::Kind::Cuda);
+  return take(DeviceBuffer::allocate(std::max<size_t>(1, size_t(*bytes))), Error::Kind::Cuda);
 }
 
 void Spmm::load() const { loaded_kernel(*state_); }
@@ -316,7 +335,7 @@ void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream s
 }
 
 std::vector<int64_t> Spmm::multiply(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
-                                    const EpilogueArgs &epilogue) const {
+                                    const EpilogueArgs &epilogue) const try {
   check_epilogue(epilogue, a.rows, n);
   HostLhs ha = pack_lhs(a);
   PackedRhs hb = pack_rhs(b, a.cols, n);
@@ -330,6 +349,7 @@ std::vector<int64_t> Spmm::multiply(const VectorSparse &a, const std::vector<int
   check(ctx.synchronize(), Error::Kind::Cuda);
   return download_elements(c, a.rows * n, spec().out);
 }
+MAGICUBE_CATCH_ALLOC("Spmm::multiply")
 
 std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
                                const EpilogueArgs &epilogue) {
@@ -383,7 +403,7 @@ std::string Sddmm::kernel_name() const { return state_->plan.kernel_name(); }
 int64_t Sddmm::max_reduction_length() const { return reduction_bound(state_->plan); }
 size_t Sddmm::output_element_bytes() const { return stored_bytes(state_->plan.spec.out); }
 
-HostMask Sddmm::pack_mask(const VectorSparse &mask, int stride) const {
+HostMask Sddmm::pack_mask(const VectorSparse &mask, int stride) const try {
   const OpSpec &s = state_->plan.spec;
   auto invalid = [](const std::string &msg) { throw Error(Error::Kind::Invalid, "mask: " + msg); };
   if (mask.v != s.v) invalid("has V=" + std::to_string(mask.v) + " but the spec " + to_string(s) + " has V=" + std::to_string(s.v));
@@ -410,22 +430,25 @@ HostMask Sddmm::pack_mask(const VectorSparse &mask, int stride) const {
   h.layout = build_srbcrs(mask, stride, false, state_->plan.shuffle);
   return h;
 }
+MAGICUBE_CATCH_ALLOC("Sddmm::pack_mask")
 
-PackedDense Sddmm::pack_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k) const {
+PackedDense Sddmm::pack_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k) const try {
   if (m < 0 || k < 1)
     throw Error(Error::Kind::Invalid, "lhs A: shape " + std::to_string(m) + " x " + std::to_string(k) +
                                           " is not allowed (M >= 0, K >= 1)");
   check(check_reduction_length(state_->plan, k), Error::Kind::Invalid);
   return take(pack_sddmm_lhs(a, m, k, state_->plan), Error::Kind::Invalid);
 }
+MAGICUBE_CATCH_ALLOC("Sddmm::pack_lhs")
 
-PackedDense Sddmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const {
+PackedDense Sddmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const try {
   if (k < 1 || n < 0)
     throw Error(Error::Kind::Invalid, "rhs B: shape " + std::to_string(k) + " x " + std::to_string(n) +
                                           " is not allowed (K >= 1, N >= 0)");
   check(check_reduction_length(state_->plan, k), Error::Kind::Invalid);
   return take(pack_sddmm_rhs(b, k, n, state_->plan), Error::Kind::Invalid);
 }
+MAGICUBE_CATCH_ALLOC("Sddmm::pack_rhs")
 
 void Sddmm::check_epilogue(const EpilogueArgs &epilogue, int64_t m, int64_t n) const {
   check_epilogue_args(state_->plan.spec, epilogue, m, n);
@@ -479,7 +502,7 @@ void Sddmm::run(const DeviceMask &mask, const DeviceDense &a, const DeviceDense 
 
 std::vector<int64_t> Sddmm::multiply(const VectorSparse &mask, const std::vector<int64_t> &a,
                                      const std::vector<int64_t> &b, int64_t k, SparseLayout layout,
-                                     const EpilogueArgs &epilogue) const {
+                                     const EpilogueArgs &epilogue) const try {
   check_epilogue(epilogue, mask.rows, mask.cols);
   HostMask hm = pack_mask(mask);
   PackedDense pa = pack_lhs(a, mask.rows, k);
@@ -496,6 +519,7 @@ std::vector<int64_t> Sddmm::multiply(const VectorSparse &mask, const std::vector
   check(ctx.synchronize(), Error::Kind::Cuda);
   return download_elements(out, hm.output_elements(layout), spec().out);
 }
+MAGICUBE_CATCH_ALLOC("Sddmm::multiply")
 
 std::vector<int64_t> sddmm_host(const OpSpec &spec, const VectorSparse &mask, const std::vector<int64_t> &a,
                                 const std::vector<int64_t> &b, int64_t k, SparseLayout layout,

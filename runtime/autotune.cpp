@@ -13,8 +13,10 @@
 #include <fmt/format.h>
 
 #include "cache/disk_cache.h"
+#include "cache/safe_file.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "support/text.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -161,7 +163,8 @@ struct Enumerated {
 llvm::Expected<std::vector<Enumerated>> enumerate(const OpSpec &base, const TuneOptions &opts) {
   const auto &table = knob_table();
   for (const auto &[name, values] : opts.knob_values) {
-    bool known = std::any_of(table.begin(), table.end(), [&](const KnobInfo &i) { return name == i.name; });
+    const std::string &knob = name;  // a lambda may not capture a structured binding before C++20 (the fuzz build)
+    bool known = std::any_of(table.begin(), table.end(), [&](const KnobInfo &i) { return knob == i.name; });
     if (!known) {
       std::string names;
       for (const KnobInfo &i : table) names += std::string(names.empty() ? "" : ", ") + i.name;
@@ -382,7 +385,7 @@ llvm::Expected<TuneRecord> tune_record_from_json(const llvm::json::Value &v) {
   auto format = str_field(root, "format", "tuning record");
   if (!format) return format.takeError();
   if (*format != kRecordFormat)
-    return err("tuning record: format '" + *format + "' is not " + kRecordFormat);
+    return err("tuning record: format " + quoted(*format) + " is not " + kRecordFormat);
   TuneRecord r;
   auto kv = field(root, "key", "tuning record");
   if (!kv) return kv.takeError();
@@ -449,6 +452,42 @@ llvm::Expected<TuneRecord> tune_record_from_json(const llvm::json::Value &v) {
   return r;
 }
 
+namespace {
+// Refuses text nested deeper than `max_depth` arrays and objects, without recursing.
+llvm::Error check_json_depth(llvm::StringRef text, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return err("nested deeper than " + llvm::Twine(max_depth) + " levels (at byte " + llvm::Twine(i) +
+                   "); not parsed");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return llvm::Error::success();
+}
+}  // namespace
+
+llvm::Expected<TuneRecord> parse_tune_record(llvm::StringRef text) {
+  if (text.size() > kMaxRecordBytes)
+    return err("is " + llvm::Twine(text.size()) + " bytes, more than a record can be (" + llvm::Twine(kMaxRecordBytes) +
+               "); not parsed");
+  if (auto e = check_json_depth(text, kMaxRecordDepth)) return e;
+  auto json = llvm::json::parse(text);
+  if (!json) return json.takeError();
+  return tune_record_from_json(*json);
+}
+
 // ---- the store ---------------------------------------------------------------------------
 
 llvm::Expected<std::string> TuneStore::default_path() {
@@ -473,24 +512,31 @@ std::string TuneStore::record_path(const TuneKey &key) const {
 
 std::optional<TuneRecord> TuneStore::load(const TuneKey &key) const {
   const std::string file = record_path(key);
-  auto buf = llvm::MemoryBuffer::getFile(file, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf) {
-    if (buf.getError() != std::errc::no_such_file_or_directory)
-      log().warn("cannot read tuning record {}: {}; ignoring it", file, buf.getError().message());
+  if (!llvm::sys::fs::exists(dir_)) return std::nullopt;
+  // A record chooses which kernel runs: only from a directory nobody else can write.
+  if (llvm::Error e = check_private_dir(dir_)) {
+    warn_once("tuning-dir:" + dir_, "tuning records in " + dir_ + " ignored: " + llvm::toString(std::move(e)));
     return std::nullopt;
   }
-  auto json = llvm::json::parse((*buf)->getBuffer());
-  if (!json) {
-    log().warn("corrupt tuning record {}: {}; ignoring it", file, llvm::toString(json.takeError()));
-    return std::nullopt;
+  SafeRead read = read_regular_file(file, kMaxRecordBytes);
+  switch (read.status) {
+    case SafeRead::Status::Ok: break;
+    case SafeRead::Status::Missing: return std::nullopt;
+    case SafeRead::Status::Refused:
+      log().warn("tuning record {} {}; ignoring it", file, read.why);
+      return std::nullopt;
+    case SafeRead::Status::Failed:
+      log().warn("cannot read tuning record {}: {}; ignoring it", file, read.why);
+      return std::nullopt;
   }
-  auto rec = tune_record_from_json(*json);
+  auto rec = parse_tune_record(read.data);
   if (!rec) {
     log().warn("corrupt tuning record {}: {}; ignoring it", file, llvm::toString(rec.takeError()));
     return std::nullopt;
   }
   if (!(rec->key == key)) {
-    log().warn("tuning record {} is for another key ({}, expected {}); ignoring it", file, rec->key.str(), key.str());
+    log().warn("tuning record {} is for another key ({}, expected {}); ignoring it", file, quoted(rec->key.str(), 256),
+               key.str());
     return std::nullopt;
   }
   return std::move(*rec);
@@ -501,6 +547,7 @@ llvm::Error TuneStore::save(const TuneRecord &r) const {
   if (std::error_code ec =
           llvm::sys::fs::create_directories(dir_, /*IgnoreExisting=*/true, llvm::sys::fs::perms::owner_all))
     return err("tuning store " + dir_ + " cannot be created: " + ec.message());
+  if (llvm::Error e = check_private_dir(dir_)) return err("tuning store: " + llvm::toString(std::move(e)));
   const std::string file = record_path(r.key);
   std::string text;
   llvm::raw_string_ostream(text) << llvm::formatv("{0:2}", to_json(r)) << "\n";

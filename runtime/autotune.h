@@ -173,6 +173,12 @@ struct TuneRecord {
 };
 llvm::json::Value to_json(const TuneRecord &r);
 llvm::Expected<TuneRecord> tune_record_from_json(const llvm::json::Value &v);
+// A record from its file's text: refused before parsing when larger than kMaxRecordBytes or
+// nested deeper than kMaxRecordDepth (the JSON parser recurses once per level), then parsed
+// and read with tune_record_from_json. The error says what is wrong.
+inline constexpr size_t kMaxRecordBytes = size_t(16) << 20;
+inline constexpr int kMaxRecordDepth = 64;
+llvm::Expected<TuneRecord> parse_tune_record(llvm::StringRef text);
 
 class TuneStore {
  public:
@@ -186,7 +192,9 @@ class TuneStore {
   const std::string &path() const { return dir_; }
   std::string record_path(const TuneKey &key) const;
   // The record, or nullopt: no file, or an unreadable or corrupt one, or one for another
-  // key (each logged with a warning naming the file and left in place).
+  // key (each logged with a warning naming the file and left in place). Records are read as
+  // the kernel cache reads its entries (cache/safe_file.h): from a private directory only,
+  // never through a symlink, only regular files of at most kMaxRecordBytes.
   std::optional<TuneRecord> load(const TuneKey &key) const;
   // Creates the dir (0700) if needed, writes a unique temp file in it, fsyncs and renames it
   // over the record, so readers see the old record or the new one, never a partial one.

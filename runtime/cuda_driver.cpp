@@ -21,7 +21,7 @@ namespace {
 // libcuda would bind, and decltype(&::fn) its prototype.
 #define MAGICUBE_DRIVER_FUNCTIONS(X)                                                                    \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
-  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)      \
+  X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)      \
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)         \
   X(cuMemsetD8) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)          \
   X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)               \
@@ -221,6 +221,7 @@ llvm::Expected<Context> Context::create(int ordinal) {
   std::array<char, 256> name{};
   if (auto e = CU(cuDeviceGetName, name.data(), int(name.size()) - 1, c.device_)) return e;
   c.name_ = name.data();
+  if (auto e = CU(cuDeviceTotalMem, &c.total_memory_, c.device_)) return e;
   struct {
     CUdevice_attribute attribute;
     int *out;
@@ -247,6 +248,7 @@ Context::Context(Context &&o) noexcept
       cc_minor_(o.cc_minor_),
       sm_count_(o.sm_count_),
       max_shared_optin_(o.max_shared_optin_),
+      total_memory_(o.total_memory_),
       name_(std::move(o.name_)) {}
 
 Context &Context::operator=(Context &&o) noexcept {
@@ -259,6 +261,7 @@ Context &Context::operator=(Context &&o) noexcept {
     cc_minor_ = o.cc_minor_;
     sm_count_ = o.sm_count_;
     max_shared_optin_ = o.max_shared_optin_;
+    total_memory_ = o.total_memory_;
     name_ = std::move(o.name_);
   }
   return *this;

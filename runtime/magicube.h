@@ -148,8 +148,9 @@ class Spmm {
   size_t output_element_bytes() const;  // 4 (int32, f32), 8 (int64) or 2 (f16, bf16)
 
   // ---- host side (no GPU) ----
-  // Lays out and packs A; refuses a V other than the spec's, values outside the lhs type and
-  // rows longer than max_reduction_length().
+  // Lays out and packs A; refuses a V other than the spec's, values outside the lhs type,
+  // columns outside [0, K) or repeated within a row-block, a malformed block_ptr, and rows
+  // longer than max_reduction_length(). Sizes too large for the host are Kind::Invalid too.
   HostLhs pack_lhs(const VectorSparse &a) const;
   // Packs B (K x N, row-major); refuses a size other than k * n and values outside the rhs
   // type.

@@ -4,6 +4,7 @@
 
 #include "compiler/codegen.h"
 #include "compiler/plan_interpreter.h"
+#include "runtime/memory_budget.h"
 
 namespace magicube {
 
@@ -44,6 +45,9 @@ llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int
     // Slices of BSn columns, each K rows of BSn contiguous, their 16-byte units swizzled as
     // the kernel's shared copy wants them: a block copies its slice as one contiguous run.
     const int64_t bsn = plan.spec.bsn, slices = (n + bsn - 1) / bsn;
+    if (auto e = check_host_alloc("rhs B: its resident slices (K x N rounded up to BSn, int64)", k,
+                                  checked_mul(slices, bsn * 8).value_or(INT64_MAX)))
+      return e;
     p.ldb = bsn;
     for (const Chunk &c : plan.rhs) {
       const int64_t per_unit = 128 / c.storage_bits, units = bsn / per_unit;  // elements per 16 bytes
@@ -60,6 +64,8 @@ llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int
     return p;
   }
   p.ldb = (n + kLdbAlign - 1) / kLdbAlign * kLdbAlign;
+  if (auto e = check_host_alloc("rhs B: its padded copy (K x ldb int64)", k, checked_mul(p.ldb, 8).value_or(INT64_MAX)))
+    return e;
   std::vector<int64_t> padded(k * p.ldb, 0);
   for (int64_t r = 0; r < k; ++r)
     for (int64_t c = 0; c < n; ++c) padded[r * p.ldb + c] = b[r * n + c];
@@ -83,14 +89,23 @@ PackedDense pack_k_rows(const std::vector<int64_t> &src, int64_t rows, int64_t s
 }
 }  // namespace
 
+// The padded copy pack_k_rows makes of `rows` K-long rows, checked before it is allocated.
+static llvm::Error check_k_rows(const char *name, int64_t rows, int64_t k) {
+  const int64_t ld = std::max<int64_t>(1, (k + kLdbAlign - 1) / kLdbAlign) * kLdbAlign;
+  return check_host_alloc(std::string(name) + ": its padded copy (rows x K rounded up, int64)", rows,
+                          checked_mul(ld, 8).value_or(INT64_MAX));
+}
+
 llvm::Expected<PackedDense> pack_sddmm_lhs(const std::vector<int64_t> &a, int64_t m, int64_t k, const Plan &plan) {
   if (auto e = check_range_dense(a, m, k, false, plan.spec.lhs, "lhs A")) return e;
   int64_t v = plan.spec.v;
+  if (auto e = check_k_rows("lhs A", (m + v - 1) / v * v, k)) return e;
   return pack_k_rows(a, (m + v - 1) / v * v, m, k, plan.lhs);
 }
 
 llvm::Expected<PackedDense> pack_sddmm_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan) {
   if (auto e = check_range_dense(b, k, n, true, plan.spec.rhs, "rhs B")) return e;
+  if (auto e = check_k_rows("rhs B", n, k)) return e;
   return pack_k_rows(b, n, n, k, plan.rhs);  // column-major B: column c is K-contiguous at c * k
 }
 

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "support/text.h"
+#include "runtime/memory_budget.h"
 #include "llvm/ADT/Twine.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace magicube {
 
@@ -81,9 +88,6 @@ std::string where(llvm::StringRef name, const Line &line, size_t column = 0) {
   return s + " ";
 }
 
-std::string shorten(llvm::StringRef token) {
-  return token.size() <= 32 ? token.str() : (token.take_front(29) + "...").str();
-}
 
 // Scans `line` into `out`, reporting a bad token as "name:L:C: <label>[i] 'tok' is not ...".
 llvm::Error scan_line(llvm::StringRef name, const Line &line, bool commas, llvm::StringRef label,
@@ -99,7 +103,8 @@ llvm::Error scan_line(llvm::StringRef name, const Line &line, bool commas, llvm:
     } else {
       what = (label + "[" + llvm::Twine(bad->entry) + "]").str();
     }
-    return err(where(name, line, bad->column) + what + " '" + shorten(bad->token) + "' " + bad->why);
+    // Quoted: a terminal escape or a NUL in the file cannot get into the message.
+    return err(where(name, line, bad->column) + what + " " + quoted(bad->token, 32) + " " + bad->why);
   }
   return llvm::Error::success();
 }
@@ -187,9 +192,46 @@ llvm::Expected<SmtxPattern> parse_smtx(llvm::StringRef text, llvm::StringRef nam
 }
 
 llvm::Expected<SmtxPattern> read_smtx(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) return err(path + ": cannot read: " + buffer.getError().message());
-  return parse_smtx((*buffer)->getBuffer(), path);
+  // Bounded: /dev/zero or an endless pipe is refused at kMaxSmtxBytes, not read until
+  // memory runs out. A pipe (--matrix=<(zcat f.smtx.gz)) is fine.
+  const std::string file = path.str();
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return err(path + ": cannot read: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return err(path + ": cannot read: " + std::strerror(e));
+  }
+  auto too_large = [&](const llvm::Twine &size) {
+    return err(path + ": is " + size + ", more than a .smtx pattern may be (limit " + llvm::Twine(kMaxSmtxBytes >> 20) +
+               " MiB)");
+  };
+  if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > kMaxSmtxBytes) {
+    ::close(fd);
+    return too_large(llvm::Twine(uint64_t(st.st_size)) + " bytes");
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return err(path + ": cannot read: " + std::strerror(e));
+    }
+    if (n == 0) break;
+    if (text.size() + size_t(n) > kMaxSmtxBytes) {
+      ::close(fd);
+      return too_large("more than " + llvm::Twine(kMaxSmtxBytes) + " bytes");
+    }
+    text.append(buf, size_t(n));
+  }
+  ::close(fd);
+  // Parsing keeps up to one int64 per two bytes of text.
+  if (auto e = check_host_alloc(file + ": its numbers", int64_t(text.size() / 2 + 1), 8)) return e;
+  return parse_smtx(text, path);
 }
 
 VectorSparse dilate(const SmtxPattern &pattern, int v, const std::function<int64_t()> &value) {

@@ -30,7 +30,10 @@ struct SmtxPattern {
 // names the line ("name:LINE:COLUMN: ...") and the offending entry.
 llvm::Expected<SmtxPattern> parse_smtx(llvm::StringRef text, llvm::StringRef name);
 
-// Reads and parses the file at `path`.
+// Reads and parses the file at `path` (a regular file or a pipe); a directory, a file
+// larger than kMaxSmtxBytes (or a stream that runs past it, e.g. /dev/zero) is an error
+// naming the path. DLMC's largest patterns are a few tens of MiB.
+inline constexpr uint64_t kMaxSmtxBytes = uint64_t(256) << 20;
 llvm::Expected<SmtxPattern> read_smtx(llvm::StringRef path);
 
 // Turns each scalar nonzero (r, c) into a V x 1 column vector at column c of row-block r:

@@ -1,6 +1,9 @@
 #include "runtime/srbcrs.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "runtime/memory_budget.h"
 
 namespace magicube {
 
@@ -88,6 +91,8 @@ SrBcrs build_srbcrs(const VectorSparse &a, int stride, bool shuffled, const std:
 llvm::Expected<SrBcrs> build_srbcrs(const VectorSparse &a, const Plan &plan) {
   if (a.v != plan.spec.v)
     return err("srbcrs: the matrix has V=" + llvm::Twine(a.v) + " but the plan is for V=" + llvm::Twine(plan.spec.v));
+  // A column >= K would have the kernel read B out of bounds; a repeated one counts twice.
+  if (auto e = check_vector_sparse(a, "lhs A")) return e;
   if (plan.shuffle_b && plan.k_stride % int(plan.shuffle.size()) != 0)
     return err("srbcrs: a shuffled layout needs a stride that is a multiple of " + llvm::Twine(plan.shuffle.size()));
   return build_srbcrs(a, plan.k_stride, plan.shuffle_b, plan.shuffle, plan.spec.resident);
@@ -111,9 +116,10 @@ llvm::Error check_range(const SrBcrs &a, const ElemType &t, const char *name) {
 
 llvm::Error check_range_dense(const std::vector<int64_t> &m, int64_t rows, int64_t cols, bool col_major,
                               const ElemType &t, const char *name) {
-  if (int64_t(m.size()) != rows * cols)
+  const std::optional<uint64_t> want = checked_mul(rows, cols);  // rows * cols may overflow
+  if (!want || uint64_t(m.size()) != *want)
     return err(llvm::Twine(name) + ": has " + llvm::Twine(m.size()) + " values, expected " + llvm::Twine(rows) + " x " +
-               llvm::Twine(cols));
+               llvm::Twine(cols) + (want ? "" : " (which overflows 64 bits)"));
   for (int64_t i = 0; i < int64_t(m.size()); ++i)
     if (!t.contains(m[i])) {
       int64_t r = col_major ? i % rows : i / cols, c = col_major ? i / rows : i % cols;

@@ -105,6 +105,38 @@ llvm::Expected<VectorSparse> vector_sparse_from_coo(int64_t rows, int64_t cols, 
   return group_vectors(rows, cols, v, nz);
 }
 
+llvm::Error check_vector_sparse(const VectorSparse &a, const char *name, bool need_values) {
+  const llvm::Twine in(name);
+  if (a.v < 1) return err(in + ": V=" + llvm::Twine(a.v) + " is not allowed (V >= 1)");
+  if (a.rows < 0 || a.cols < 0 || a.cols > INT32_MAX)
+    return err(in + ": shape " + llvm::Twine(a.rows) + " x " + llvm::Twine(a.cols) +
+               " is not allowed (rows >= 0, 0 <= cols <= 2^31-1)");
+  const int64_t nb = a.rows / a.v + (a.rows % a.v != 0);
+  if (int64_t(a.block_ptr.size()) != nb + 1 || a.block_ptr.front() != 0 || a.block_ptr.back() != a.num_vectors())
+    return err(in + ": block_ptr has " + llvm::Twine(a.block_ptr.size()) + " entries, expected " + llvm::Twine(nb + 1) +
+               " (rows " + llvm::Twine(a.rows) + " / V=" + llvm::Twine(a.v) + ", plus one) from 0 to the " +
+               llvm::Twine(a.num_vectors()) + " vectors");
+  if (need_values && uint64_t(a.values.size()) != uint64_t(a.col.size()) * uint64_t(a.v))
+    return err(in + ": has " + llvm::Twine(a.values.size()) + " values, expected V=" + llvm::Twine(a.v) + " per vector (" +
+               llvm::Twine(a.col.size()) + " vectors)");
+  for (int64_t b = 0; b < nb; ++b) {
+    if (a.block_ptr[b + 1] < a.block_ptr[b])
+      return err(in + ": block_ptr decreases at row-block " + llvm::Twine(b) + " (" + llvm::Twine(a.block_ptr[b]) +
+                 " > " + llvm::Twine(a.block_ptr[b + 1]) + ")");
+    for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i) {
+      const int64_t c = a.col[i];
+      if (c < 0 || c >= a.cols)
+        return err(in + ": vector " + llvm::Twine(i) + " of row-block " + llvm::Twine(b) + " has column " +
+                   llvm::Twine(c) + ", outside [0, " + llvm::Twine(a.cols) + ") (K = " + llvm::Twine(a.cols) + ")");
+      if (i > a.block_ptr[b] && c <= a.col[i - 1])
+        return err(in + ": vector " + llvm::Twine(i) + " of row-block " + llvm::Twine(b) + " has column " +
+                   llvm::Twine(c) + (c == a.col[i - 1] ? ", repeated" : ", not increasing") + " after column " +
+                   llvm::Twine(a.col[i - 1]) + " (columns must be strictly increasing within a row-block)");
+    }
+  }
+  return llvm::Error::success();
+}
+
 std::vector<int64_t> to_dense(const VectorSparse &a) {
   std::vector<int64_t> d(a.rows * a.cols, 0);
   for (int64_t b = 0; b < a.num_blocks(); ++b)

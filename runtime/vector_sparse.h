@@ -37,6 +37,13 @@ llvm::Expected<VectorSparse> vector_sparse_from_coo(int64_t rows, int64_t cols, 
                                                     const std::vector<int64_t> &col, const std::vector<int64_t> &values,
                                                     int v);
 
+// Checks that `a` is well formed: 0 <= rows, 0 <= cols <= 2^31-1, V >= 1, block_ptr with
+// ceil(rows / V) + 1 non-decreasing entries from 0 to the vector count, every column in
+// [0, cols) and strictly increasing within its row-block (no repeats), and, with
+// `need_values`, V values per vector. The error starts with `name` ("lhs A: ...") and names
+// the row-block, the vector and its column.
+llvm::Error check_vector_sparse(const VectorSparse &a, const char *name, bool need_values = true);
+
 // Dense row-major copy (for references and tests).
 std::vector<int64_t> to_dense(const VectorSparse &a);
 

@@ -7,13 +7,17 @@
 //   x = exact int64 result; x *= alpha (per tensor) or x = x * row_scale[r] * col_scale[c];
 //   x += bias; then round to nearest even into f32, f16 or bf16.
 // Each step is one IEEE double operation (no fused multiply-add), identical on both sides.
+// Signed zero follows IEEE: an exact sum of 0 times a negative scale is -0 (f32, f16 and
+// bf16 alike); adding a bias of +0 then gives +0, as x + 0 does in any framework.
 // ---------------------------------------------------------------------------------------
 
 //@snippet mc_round_bits needs MC_FN
 // Round-to-nearest-even of a double into a binary format with `mb` mantissa bits and
 // exponents emin..emax (bias = emax); returns the bit pattern (sign at bit 1+ew+mb).
+// The sign is the IEEE sign bit, -0 included (1 / -0 = -inf): a zero sum times a negative
+// scale stores -0, as IEEE arithmetic and PyTorch (0 * -s) give.
 MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
-  const unsigned sign = x < 0 ? 1u : 0u;
+  const unsigned sign = (x < 0 || (x == 0 && 1.0 / x < 0)) ? 1u : 0u;
   double a = x < 0 ? -x : x;
   const unsigned inf = ((1u << ew) - 1u) << mb;
   if (a != a) return (sign << (ew + mb)) | inf | (1u << (mb - 1));  // NaN

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -74,6 +75,7 @@ class TempDir {
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(prefix, p))
       ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
     path_ = std::string(p.str());
+    ::chmod(path_.c_str(), 0700);  // private whatever the umask: the disk cache refuses shared dirs
   }
   ~TempDir() { llvm::sys::fs::remove_directories(path_); }
   const std::string &path() const { return path_; }

@@ -8,10 +8,13 @@
 
 #include <random>
 
+#include <sys/resource.h>
+
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
 #include "runtime/epilogue.h"
 #include "runtime/reference.h"
+#include "tests/fault_util.h"
 #include "tests/gpu/gpu_env.h"
 #include "tests/test_util.h"
 
@@ -373,6 +376,82 @@ TEST(Api, SddmmPackHelpersMatchTheRuntime) {
     EXPECT_EQ(pa.planes.size(), op.plan().lhs.size());
     EXPECT_EQ(pb.planes.size(), op.plan().rhs.size());
   }
+}
+
+// pack_lhs refuses what pack_mask refuses: a column >= K (the kernel would read B out of
+// bounds) and a repeated column (counted twice), and a malformed block_ptr or value count.
+TEST(Api, PackLhsRefusesBadColumnsLikePackMask) {
+  std::mt19937_64 rng(7);
+  magicube::Spmm op(spmm({8, true}, {8, true}, 8));
+  magicube::VectorSparse a = random_vector_sparse(rng, 16, 16, 8, 4, {8, true});
+  ASSERT_GE(a.block_ptr[1] - a.block_ptr[0], 2);
+  op.pack_lhs(a);  // well formed: accepted
+  magicube::VectorSparse past_k = a;
+  past_k.col[a.block_ptr[1] - 1] = 16;  // K = 16
+  expect_error([&] { op.pack_lhs(past_k); }, Kind::Invalid, "has column 16, outside [0, 16)");
+  magicube::VectorSparse negative = a;
+  negative.col[0] = -1;
+  expect_error([&] { op.pack_lhs(negative); }, Kind::Invalid, "has column -1");
+  magicube::VectorSparse repeated = a;
+  repeated.col[1] = repeated.col[0];
+  expect_error([&] { op.pack_lhs(repeated); }, Kind::Invalid, "repeated");
+  magicube::VectorSparse unsorted = a;
+  std::swap(unsorted.col[0], unsorted.col[1]);
+  expect_error([&] { op.pack_lhs(unsorted); }, Kind::Invalid, "not increasing");
+  magicube::VectorSparse short_values = a;
+  short_values.values.pop_back();
+  expect_error([&] { op.pack_lhs(short_values); }, Kind::Invalid, "values, expected V=8 per vector");
+  magicube::VectorSparse bad_ptr = a;
+  bad_ptr.block_ptr.back() += 1;
+  expect_error([&] { op.pack_lhs(bad_ptr); }, Kind::Invalid, "block_ptr");
+  // The runtime's own layout builder refuses them too (run and tune go through it).
+  auto layout = magicube::build_srbcrs(past_k, op.plan());
+  ASSERT_FALSE(bool(layout));
+  EXPECT_NE(llvm::toString(layout.takeError()).find("lhs A: vector"), std::string::npos);
+}
+
+// Sizes that overflow or cannot fit the host are Kind::Invalid naming the operand, worked out
+// before allocating; an allocation that fails anyway is Kind::Invalid too, never an escaping
+// std::bad_alloc. (Before: K x N overflowed to 0 and pack_rhs read past the empty B.)
+TEST(Api, HugeSizesAreInvalidNotBadAlloc) {
+  magicube::Spmm op(spmm({8, true}, {8, true}, 8));
+  const int64_t big = int64_t(1) << 32;
+  expect_error([&] { op.pack_rhs({}, big, big); }, Kind::Invalid, "overflows 64 bits");
+  expect_error([&] { op.allocate_output(int64_t(1) << 40, int64_t(1) << 40); }, Kind::Invalid, "overflows 64 bits");
+  magicube::Sddmm sd(sddmm({8, true}, {8, true}, 8));
+  expect_error([&] { sd.pack_lhs({}, int64_t(1) << 62, 4); }, Kind::Invalid, "overflows 64 bits");
+  expect_error([&] { sd.pack_rhs({}, 4, int64_t(1) << 62); }, Kind::Invalid, "overflows 64 bits");
+  {
+    ::setenv("MAGICUBE_HOST_MEMORY_LIMIT", "1M", 1);
+    std::vector<int64_t> b(1024 * 1024, 1);
+    expect_error([&] { op.pack_rhs(b, 1024, 1024); }, Kind::Invalid, "rhs B: its padded copy");
+    expect_error([&] { sd.pack_lhs(b, 1024, 1024); }, Kind::Invalid, "the limit is 1.0 MiB");
+    ::unsetenv("MAGICUBE_HOST_MEMORY_LIMIT");
+  }
+  // The backstop: an address-space limit the size check is told to ignore. (Not under
+  // ASan, whose shadow memory needs far more address space than the limit.)
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the RLIMIT_AS backstop check cannot run under AddressSanitizer";
+#endif
+  std::string failure = magicube::testing::in_child([&]() -> std::string {
+    ::setenv("MAGICUBE_HOST_MEMORY_LIMIT", "1024G", 1);
+    std::vector<int64_t> a(size_t(1) << 22, 1);  // 4M rows of K = 1: the packed copy pads K to 128
+    struct rlimit rl {};
+    rl.rlim_cur = rl.rlim_max = rlim_t(1) << 31;  // 2 GiB of address space; the copy needs 4 GiB
+    if (::setrlimit(RLIMIT_AS, &rl) != 0) return "setrlimit failed";
+    try {
+      sd.pack_lhs(a, int64_t(a.size()), 1);
+      return "no error";
+    } catch (const magicube::Error &e) {
+      if (e.kind() != Kind::Invalid) return std::string("kind ") + magicube::Error::kind_name(e.kind());
+      if (std::string(e.what()).find("Sddmm::pack_lhs: the operands are too large") == std::string::npos)
+        return e.what();
+      return "";
+    } catch (const std::exception &e) {
+      return std::string("escaped: ") + e.what();
+    }
+  });
+  EXPECT_EQ(failure, "");
 }
 
 TEST(Api, SddmmPackHelpersRefuseBadInputs) {

@@ -3,7 +3,9 @@
 // a GPU, a small SpMM tuned end to end (the chosen kernel bit-exact, the choice found again
 // without timing) and `magicube tune` (skipped with a one-line reason where there is none).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,7 @@
 #include "runtime/reference.h"
 #include "support/log.h"
 #include "tests/cli_util.h"
+#include "tests/fault_util.h"
 #include "tests/gpu/gpu_env.h"
 #include "tests/gpu/gpu_run.h"
 
@@ -504,6 +507,93 @@ TEST(Autotune, CorruptRecordsAreIgnoredWithAWarning) {
   // The next save replaces the corrupt file.
   ASSERT_EQ(msg(store.save(rec)), "");
   EXPECT_TRUE(store.load(rec.key).has_value());
+}
+
+// A record nested 40,000 levels deep (80 KB) overflowed the parser's stack; it and an
+// oversized one are now refused before parsing, with a warning naming the file.
+TEST(Autotune, DeepOrHugeRecordsAreRefusedBeforeParsing) {
+  const std::string deep = std::string(40000, '[') + std::string(40000, ']');
+  auto r = parse_tune_record(deep);
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(llvm::toString(r.takeError()).find("nested deeper than 64 levels"), std::string::npos);
+  std::string objects;
+  for (int i = 0; i < 40000; ++i) objects += "{\"a\":";
+  auto o = parse_tune_record(objects + "1" + std::string(40000, '}'));
+  ASSERT_FALSE(bool(o));
+  EXPECT_NE(llvm::toString(o.takeError()).find("nested deeper"), std::string::npos);
+  // Brackets inside strings are not nesting.
+  auto str = parse_tune_record("{\"format\": \"" + std::string(1000, '[') + "\\\"{\"}");
+  ASSERT_FALSE(bool(str));
+  EXPECT_NE(llvm::toString(str.takeError()).find("format"), std::string::npos);
+
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path());
+  MatrixSignature sig = spmm_signature(bernoulli(3, 256, 512, 8, 0.8, {8, true}), 128);
+  TuneRecord rec = fake_record(kBase, "Test GPU", sig, 1);
+  const std::string file = store.record_path(rec.key);
+  write_file(file, deep);
+  {
+    LogCapture cap;
+    std::string failure = in_child([&]() -> std::string {
+      return store.load(rec.key) || lookup_tuned(store, kBase, sig, "Test GPU") ? "served" : "";
+    });
+    EXPECT_EQ(failure, "");  // before: killed by signal 11
+    EXPECT_FALSE(store.load(rec.key).has_value());
+    EXPECT_NE(cap.text().find("nested deeper than 64 levels"), std::string::npos) << cap.text();
+    EXPECT_NE(cap.text().find(file), std::string::npos) << cap.text();
+  }
+  ASSERT_EQ(::truncate(file.c_str(), off_t(kMaxRecordBytes + 1)), 0);
+  {
+    LogCapture cap;
+    EXPECT_FALSE(store.load(rec.key).has_value());
+    EXPECT_NE(cap.text().find("larger than the 16.0 MiB bound"), std::string::npos) << cap.text();
+  }
+}
+
+// Records are read like cache entries: never through a symlink, never from a FIFO (no
+// hang), only from a private directory; save refuses a shared one.
+TEST(Autotune, RecordsOnlyFromRegularFilesInAPrivateDir) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/tuning";
+  TuneStore store = TuneStore::open(dir);
+  MatrixSignature sig = spmm_signature(bernoulli(3, 256, 512, 8, 0.8, {8, true}), 128);
+  TuneRecord rec = fake_record(kBase, "Test GPU", sig, 1);
+  const std::string file = store.record_path(rec.key);
+  ASSERT_EQ(msg(store.save(rec)), "");
+  const std::string elsewhere = tmp.path() + "/elsewhere.json";
+  ASSERT_EQ(::rename(file.c_str(), elsewhere.c_str()), 0);
+  ASSERT_EQ(::symlink(elsewhere.c_str(), file.c_str()), 0);
+  {
+    LogCapture cap;
+    EXPECT_FALSE(store.load(rec.key).has_value()) << "a record was read through a symlink";
+    EXPECT_NE(cap.text().find("symlink"), std::string::npos) << cap.text();
+  }
+  ::unlink(file.c_str());
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  EXPECT_EQ(in_child([&]() -> std::string { return store.load(rec.key) ? "served" : ""; }), "");
+  ::unlink(file.c_str());
+  ASSERT_EQ(msg(store.save(rec)), "");
+  ASSERT_TRUE(store.load(rec.key).has_value());
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  {
+    LogCapture cap;
+    EXPECT_FALSE(store.load(rec.key).has_value()) << "a record was read from a world-writable dir";
+    EXPECT_NE(cap.text().find("writable by every user"), std::string::npos) << cap.text();
+  }
+  std::string saved = msg(store.save(rec));
+  EXPECT_NE(saved.find("writable by every user"), std::string::npos) << saved;
+  ::chmod(dir.c_str(), 0700);
+}
+
+// The tuning-record fuzzer's seed (fuzz/corpus/tune_record/record.json) is a valid record,
+// so the fuzzer starts from inputs that reach the field readers.
+TEST(Autotune, FuzzSeedRecordParses) {
+  std::string text = read_file(std::string(MAGICUBE_SOURCE_DIR) + "/fuzz/corpus/tune_record/record.json");
+  ASSERT_FALSE(text.empty());
+  auto r = parse_tune_record(text);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->timings.size(), 3u);
+  EXPECT_EQ(r->choice.candidate.spec.bsn, 128);
 }
 
 TEST(Autotune, StoreSaveErrorNamesTheFile) {

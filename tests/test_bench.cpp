@@ -385,6 +385,22 @@ TEST(BenchCli, NoGpuExitsTwoWithOneLine) {
   EXPECT_FALSE(llvm::sys::fs::exists(out)) << "nothing is written without a GPU";
 }
 
+// --out-dir naming a file, and unbounded --repeat/--warmup, are found before the GPU is.
+TEST(BenchCli, OutDirFileAndTimingBoundsBeforeLookingForAGpu) {
+  TempDir tmp;
+  const std::string file = tmp.file("results.txt");
+  { std::ofstream(file) << "not a folder"; }
+  CliResult r = run_shell(shell_quote(magicube_cli()) + " bench --quick --out-dir=" + shell_quote(file));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("out-dir: --out-dir=" + file + " is a file, not a folder"), std::string::npos) << r.output;
+  r = run_shell(shell_quote(magicube_cli()) + " bench --quick --repeat=100001");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("repeat: --repeat=100001 is not allowed (allowed: 1..100000)"), std::string::npos) << r.output;
+  r = run_shell(shell_quote(magicube_cli()) + " bench --quick --warmup=100001");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("warmup: --warmup=100001"), std::string::npos) << r.output;
+}
+
 TEST(BenchCli, BadOptionsExitOneBeforeLookingForAGpu) {
   CliResult r = run_shell(shell_quote(magicube_bench_cli()) + " --filter=L99-R8");
   EXPECT_EQ(r.status, 1) << r.output;

@@ -13,6 +13,10 @@
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
+#include <csignal>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,8 +29,11 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "support/log.h"
+#include "tests/fault_util.h"
 
 using namespace magicube;
+using magicube::testing::in_child;
+using magicube::testing::kUnprivilegedId;
 
 namespace {
 
@@ -37,6 +44,7 @@ struct TempDir {
     llvm::SmallString<128> p;
     EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("magicube-cache-test", p));
     path = std::string(p.str());
+    ::chmod(path.c_str(), 0700);  // private whatever the umask
   }
   ~TempDir() {
     ::chmod(path.c_str(), 0700);
@@ -273,16 +281,263 @@ TEST(DiskCache, ParentIsAFileIsAnErrorNamingTheDir) {
   EXPECT_NE(msg.find("Not a directory"), std::string::npos) << msg;
 }
 
-TEST(DiskCache, ReadOnlyDirIsAnErrorNamingTheDir) {
-  if (::geteuid() == 0) GTEST_SKIP() << "running as root: chmod 0500 does not stop root from writing";
+// A private directory that refuses writes (a read-only mount, chmod 0500) still serves its
+// valid entries; stores are skipped. (As root the check runs as an unprivileged child.)
+TEST(DiskCache, ReadOnlyDirServesItsEntries) {
   TempDir tmp;
+  ::chmod(tmp.path.c_str(), 0711);  // the child may have to traverse it
   const std::string dir = tmp.sub("ro");
-  ASSERT_EQ(::mkdir(dir.c_str(), 0500), 0);
-  auto c = DiskCache::open(dir);
+  const CacheKey k = key_of("read-only");
+  const std::string payload = binary_payload(5000, 9);
+  std::string entry;
+  {
+    DiskCache c = open_or_die(dir);
+    ASSERT_FALSE(llvm::errorToBool(c.store(k, payload)));
+    entry = c.entry_path(k);
+  }
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(dir.c_str(), kUnprivilegedId, kUnprivilegedId), 0);
+    ASSERT_EQ(::chown(entry.c_str(), kUnprivilegedId, kUnprivilegedId), 0);
+  }
+  ASSERT_EQ(::chmod(dir.c_str(), 0500), 0);
+  std::string failure = in_child(
+      [&]() -> std::string {
+        auto c = DiskCache::open(dir);
+        if (!c) return "open failed: " + llvm::toString(c.takeError());
+        if (!c->enabled() || c->writable()) return "expected an enabled, read-only cache";
+        auto got = c->load(k);
+        if (!got || *got != payload) return "the valid entry was not served";
+        if (llvm::Error e = c->store(key_of("another"), "x")) return "store failed: " + llvm::toString(std::move(e));
+        if (exists(c->entry_path(key_of("another")))) return "a read-only cache stored an entry";
+        return "";
+      },
+      20, /*unprivileged=*/true);
   ::chmod(dir.c_str(), 0700);
+  EXPECT_EQ(failure, "");
+}
+
+// ---- planted entries: only a private directory, only regular files ----------------------
+
+TEST(DiskCache, RefusesADirectoryOthersCanWrite) {
+  TempDir tmp;
+  for (mode_t mode : {0777, 0770, 0733, 0702}) {
+    SCOPED_TRACE(mode);
+    const std::string dir = tmp.sub("shared" + std::to_string(mode));
+    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+    auto c = DiskCache::open(dir);
+    ASSERT_FALSE(bool(c)) << "a directory of mode " << mode << " was accepted";
+    std::string msg = llvm::toString(c.takeError());
+    EXPECT_NE(msg.find("cache dir " + dir), std::string::npos) << msg;
+    EXPECT_NE(msg.find((mode & 02) ? "writable by every user" : "writable by its group"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("chmod go-w"), std::string::npos) << msg;
+  }
+  // 0755 and 0700 are fine.
+  ASSERT_EQ(::mkdir(tmp.sub("mine").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(tmp.sub("mine").c_str(), 0755), 0);
+  EXPECT_TRUE(open_or_die(tmp.sub("mine")).enabled());
+}
+
+TEST(DiskCache, RefusesADirectoryOwnedBySomeoneElse) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
+  TempDir tmp;
+  const std::string dir = tmp.sub("theirs");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(dir.c_str(), 4242, 4242), 0);
+  auto c = DiskCache::open(dir);
   ASSERT_FALSE(bool(c));
   std::string msg = llvm::toString(c.takeError());
-  EXPECT_NE(msg.find("cache dir " + dir + " is not writable: Permission denied"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("is owned by uid 4242, not by this user (uid 0)"), std::string::npos) << msg;
+}
+
+// A planted entry (valid header and SHA-256, any payload) in a shared directory is never
+// served: the process cache warns once and compiles without the disk level.
+TEST(CompileCache, PlantedEntryInASharedDirIsNeverServed) {
+  TempDir tmp;
+  const std::string dir = tmp.sub("shared");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const CacheKey k = make_cache_key("gen-1", "tiny-planted", "", 80, nvrtc_version());
+  write_file(dir + "/" + k.hex + ".cubin", encode_cache_entry("PLANTED: not a cubin"));
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  auto disk = DiskCache::open(dir);
+  ASSERT_FALSE(bool(disk));
+  llvm::consumeError(disk.takeError());
+  CompileCache cache(std::nullopt);  // what CompileCache::process() falls back to
+  auto cubin = cache.get_cubin(k, 80, [] { return llvm::Expected<std::string>(std::string(kTinyKernel)); }, "tiny.cu");
+  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  EXPECT_EQ(cubin->substr(0, 4), std::string("\x7f" "ELF"));
+}
+
+// Entries are opened without following symlinks and only as regular files of bounded size:
+// a symlink (to a device or to a valid entry elsewhere), a FIFO, a directory or an oversized
+// file is a warned miss, without blocking and without reading it.
+TEST(DiskCache, SymlinksSpecialFilesAndHugeEntriesAreRefused) {
+  TempDir tmp;
+  const std::string dir = tmp.sub("c");
+  DiskCache c = open_or_die(dir);
+  const CacheKey k = key_of("special");
+  const std::string file = c.entry_path(k);
+  // A valid entry elsewhere, reached through a symlink: still refused (origin unknown).
+  const std::string elsewhere = tmp.sub("valid-entry");
+  write_file(elsewhere, encode_cache_entry("payload"));
+
+  struct Case {
+    const char *name;
+    std::function<void()> make;
+    const char *reason;
+  } cases[] = {
+      {"symlink to /dev/zero", [&] { ASSERT_EQ(::symlink("/dev/zero", file.c_str()), 0); }, "symlink"},
+      {"symlink to a valid entry", [&] { ASSERT_EQ(::symlink(elsewhere.c_str(), file.c_str()), 0); }, "symlink"},
+      {"dangling symlink", [&] { ASSERT_EQ(::symlink(tmp.sub("nowhere").c_str(), file.c_str()), 0); }, "symlink"},
+      {"FIFO", [&] { ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0); }, "FIFO"},
+      {"directory", [&] { ASSERT_EQ(::mkdir(file.c_str(), 0700), 0); }, "directory"},
+      {"oversized file", [&] {
+         write_file(file, encode_cache_entry("x"));
+         ASSERT_EQ(::truncate(file.c_str(), off_t(DiskCache::kHeaderSize + DiskCache::kMaxEntryBytes + 1)), 0);
+       }, "larger than"},
+  };
+  for (const Case &cs : cases) {
+    SCOPED_TRACE(cs.name);
+    llvm::sys::fs::remove_directories(file);
+    ::unlink(file.c_str());
+    cs.make();
+    std::string failure = in_child([&]() -> std::string {
+      LogCapture logs;
+      if (c.load(k)) return "served";
+      std::string w = logs.text();
+      if (w.find(file) == std::string::npos || w.find(cs.reason) == std::string::npos) return "warning: " + w;
+      return "";
+    });
+    EXPECT_EQ(failure, "");
+    if (std::string(cs.name).find("symlink") != std::string::npos) {
+      EXPECT_EQ(c.stats().entries, 0u) << "a symlink counted as an entry";
+    }
+  }
+  // clear removes an entry-named symlink (never its target).
+  ::unlink(file.c_str());
+  ASSERT_EQ(::symlink(elsewhere.c_str(), file.c_str()), 0);
+  ASSERT_FALSE(llvm::errorToBool(c.clear()));
+  EXPECT_FALSE(llvm::sys::fs::exists(file) || llvm::sys::fs::is_symlink_file(file));
+  EXPECT_TRUE(exists(elsewhere));
+  // A store replaces whatever was at the name.
+  ASSERT_EQ(::symlink("/dev/zero", file.c_str()), 0);
+  ASSERT_FALSE(llvm::errorToBool(c.store(k, "fresh")));
+  EXPECT_EQ(c.load(k), std::optional<std::string>("fresh"));
+}
+
+// ---- housekeeping: temp files of killed writers, the size bound, environment ----------
+
+TEST(DiskCache, KillNineMidWriteLeavesNoServedEntryAndTheTempIsSweptByTheNextStore) {
+  TempDir tmp;
+  DiskCache c = open_or_die(tmp.path);
+  const CacheKey k = key_of("killed");
+  const std::string payload = binary_payload(8 << 20, 5);  // 8 MiB: the kill lands mid-write
+  int with_temp = 0;
+  for (int round = 0; round < 6; ++round) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (;;) (void)c.store(k, payload);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 15 * round));
+    ::kill(pid, SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    LogCapture logs;
+    auto got = c.load(k);
+    if (got) {
+      EXPECT_EQ(*got, payload);  // never a partial entry
+    }
+    EXPECT_EQ(logs.text(), "");
+    with_temp += c.stats().temps > 0;
+    // The next store (of any key) removes the dead writer's temp file.
+    ASSERT_FALSE(llvm::errorToBool(c.store(key_of("after"), "x")));
+    EXPECT_EQ(c.stats().temps, 0u) << "round " << round;
+  }
+  std::printf("[          ] %d of 6 kills left a temp file behind\n", with_temp);
+}
+
+TEST(DiskCache, StoreRemovesStaleTempsButNotLiveOnes) {
+  TempDir tmp;
+  DiskCache c = open_or_die(tmp.path);
+  const std::string hex = key_of("0").hex;
+  const std::string stale = tmp.sub(hex + ".cubin.tmp.2147483646.0123456789abcdef");  // no such pid
+  const std::string live = tmp.sub(hex + ".cubin.tmp." + std::to_string(::getpid()) + ".0123456789abcdef");
+  const std::string probe = tmp.sub("write-probe.tmp.2147483646.0123456789abcdef");
+  for (const auto &f : {stale, live, probe}) write_file(f, "partial");
+  EXPECT_EQ(c.stats().temps, 3u);
+  ASSERT_FALSE(llvm::errorToBool(c.store(key_of("1"), "p")));
+  EXPECT_FALSE(exists(stale));
+  EXPECT_FALSE(exists(probe));
+  EXPECT_TRUE(exists(live));
+  EXPECT_EQ(c.stats().temps, 1u);
+}
+
+TEST(DiskCache, SizeBoundEvictsTheLeastRecentlyUsed) {
+  TempDir tmp;
+  DiskCache c = open_or_die(tmp.path);
+  const std::string payload = binary_payload(1000);
+  const uint64_t entry = DiskCache::kHeaderSize + payload.size();
+  c.set_max_bytes(3 * entry);
+  const CacheKey k[4] = {key_of("lru0"), key_of("lru1"), key_of("lru2"), key_of("lru3")};
+  const time_t now = std::time(nullptr);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_FALSE(llvm::errorToBool(c.store(k[i], payload)));
+    const struct timespec t[2] = {{now - 300 + 100 * i, 0}, {now - 300 + 100 * i, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, c.entry_path(k[i]).c_str(), t, 0), 0);
+  }
+  EXPECT_EQ(c.stats().entries, 3u);
+  ASSERT_TRUE(c.load(k[0]).has_value());  // k0 is now the most recently used
+  ASSERT_FALSE(llvm::errorToBool(c.store(k[3], payload)));
+  EXPECT_EQ(c.stats().entries, 3u);
+  EXPECT_LE(c.stats().bytes, 3 * entry);
+  EXPECT_TRUE(exists(c.entry_path(k[0])));
+  EXPECT_FALSE(exists(c.entry_path(k[1]))) << "the least recently used entry was kept";
+  EXPECT_TRUE(exists(c.entry_path(k[2])));
+  EXPECT_TRUE(exists(c.entry_path(k[3])));
+  // The entry just stored stays even when it alone exceeds the bound.
+  c.set_max_bytes(10);
+  ASSERT_FALSE(llvm::errorToBool(c.store(k[1], payload)));
+  EXPECT_EQ(c.stats().entries, 1u);
+  EXPECT_TRUE(exists(c.entry_path(k[1])));
+  // 0: no bound.
+  c.set_max_bytes(0);
+  for (const CacheKey &key : k) ASSERT_FALSE(llvm::errorToBool(c.store(key, payload)));
+  EXPECT_EQ(c.stats().entries, 4u);
+}
+
+TEST(DiskCache, MaxBytesFromTheEnvironment) {
+  TempDir tmp;
+  struct Case {
+    const char *value;
+    uint64_t bytes;
+    bool warns;
+  } cases[] = {
+      {"", DiskCache::kDefaultMaxBytes, false},   {"0", 0, false},
+      {"12345", 12345, false},                   {"64K", 64 << 10, false},
+      {"200m", uint64_t(200) << 20, false},      {"2G", uint64_t(2) << 30, false},
+      {"banana", DiskCache::kDefaultMaxBytes, true},
+  };
+  for (const Case &cs : cases) {
+    SCOPED_TRACE(cs.value);
+    EnvGuard env("MAGICUBE_CACHE_MAX_BYTES", cs.value);
+    LogCapture logs;
+    EXPECT_EQ(open_or_die(tmp.path).max_bytes(), cs.bytes);
+    if (cs.warns) {
+      EXPECT_NE(logs.text().find("MAGICUBE_CACHE_MAX_BYTES='banana' is not a size"), std::string::npos) << logs.text();
+    }
+  }
+  EnvGuard unset("MAGICUBE_CACHE_MAX_BYTES", nullptr);
+  EXPECT_EQ(open_or_die(tmp.path).max_bytes(), DiskCache::kDefaultMaxBytes);
+}
+
+TEST(DiskCache, UnknownMagicubeCacheValueIsWarnedAboutAndIgnored) {
+  TempDir tmp;
+  EnvGuard env("MAGICUBE_CACHE", "banana");
+  LogCapture logs;
+  DiskCache c = open_or_die(tmp.path);
+  EXPECT_TRUE(c.enabled());
+  EXPECT_NE(logs.text().find("MAGICUBE_CACHE='banana' is not 0 or 1"), std::string::npos) << logs.text();
 }
 
 TEST(DiskCache, ClearRemovesOnlyOurEntriesAndStaleTemps) {
@@ -373,6 +628,33 @@ TEST(MemoryCache, GetPutCountsAndContexts) {
   m.clear();
   EXPECT_EQ(m.size(), 0u);
   EXPECT_EQ(*first, 1);  // held values outlive clear()
+}
+
+TEST(MemoryCache, BoundedWithLeastRecentlyUsedEviction) {
+  MemoryCache<int> m(3);
+  EXPECT_EQ(m.capacity(), 3u);
+  int ctx = 0;
+  for (int i = 0; i < 3; ++i) m.put(&ctx, std::to_string(i), std::make_shared<int>(i));
+  auto held = m.get(&ctx, "1");  // 1 is used; 0 is now the least recently used
+  ASSERT_NE(held, nullptr);
+  ASSERT_NE(m.get(&ctx, "2"), nullptr);
+  m.put(&ctx, "3", std::make_shared<int>(3));
+  EXPECT_EQ(m.size(), 3u);
+  EXPECT_EQ(m.get(&ctx, "0"), nullptr) << "the least recently used entry was kept";
+  ASSERT_NE(m.get(&ctx, "1"), nullptr);
+  m.put(&ctx, "4", std::make_shared<int>(4));  // evicts 2 (1 and 3 were used after it)
+  EXPECT_EQ(m.get(&ctx, "2"), nullptr);
+  EXPECT_EQ(*m.get(&ctx, "3"), 3);
+  EXPECT_EQ(*held, 1);  // an evicted value lives on while held
+  EXPECT_EQ(m.stats().evictions, 2u);
+  MemoryCache<int> unbounded(0);
+  for (int i = 0; i < 5000; ++i) unbounded.put(nullptr, std::to_string(i), std::make_shared<int>(i));
+  EXPECT_EQ(unbounded.size(), 5000u);
+  MemoryCache<int> dflt;
+  EXPECT_EQ(dflt.capacity(), MemoryCache<int>::kDefaultCapacity);
+  for (size_t i = 0; i < 2 * MemoryCache<int>::kDefaultCapacity; ++i)
+    dflt.put(nullptr, std::to_string(i), std::make_shared<int>(int(i)));
+  EXPECT_EQ(dflt.size(), MemoryCache<int>::kDefaultCapacity);
 }
 
 TEST(MemoryCache, ThreadSafe) {
@@ -498,6 +780,37 @@ TEST(CompileCache, LevelsAndRecompileOfCorruptEntry) {
   auto repaired = open_or_die(tmp.path).load(k);
   ASSERT_TRUE(repaired.has_value());
   EXPECT_EQ(*repaired, *a);
+}
+
+// A full disk (here: a file-size limit, so every write past 256 bytes fails with EFBIG, as
+// ENOSPC would) only costs the disk level: the kernel is compiled and returned, the failed
+// store is counted and warned about, and no entry or temp file is left behind.
+TEST(CompileCache, AFullDiskOnlyCostsTheDiskLevel) {
+  TempDir tmp;
+  const CacheKey k = make_cache_key("gen-1", "tiny-full-disk", "", 80, nvrtc_version());
+  std::string failure = in_child([&]() -> std::string {
+    ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG instead of killing us
+    struct rlimit rl {};
+    rl.rlim_cur = rl.rlim_max = 256;
+    if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) return "setrlimit failed";
+    LogCapture logs;
+    CompileCache cache(open_or_die(tmp.path));
+    auto cubin = cache.get_cubin(k, 80, [] { return llvm::Expected<std::string>(std::string(kTinyKernel)); }, "tiny.cu");
+    if (!cubin) return "no cubin: " + llvm::toString(cubin.takeError());
+    if (cubin->substr(0, 4) != std::string("\x7f" "ELF")) return "not a cubin";
+    if (cubin->size() + DiskCache::kHeaderSize <= 256) return "the cubin fits the limit: the test proves nothing";
+    if (cache.stats().disk_store_failures != 1) return "the failed store was not counted";
+    if (logs.text().find("compiled but not stored on disk") == std::string::npos) return "no warning: " + logs.text();
+    auto again = cache.get_cubin(k, 80, [] { return llvm::Expected<std::string>(std::string("not called")); }, "tiny.cu");
+    if (!again || *again != *cubin) return "the memory level lost it";
+    return "";
+  });
+  EXPECT_EQ(failure, "");
+  std::error_code ec;
+  int files = 0;
+  for (llvm::sys::fs::directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec)) ++files;
+  EXPECT_EQ(files, 0) << "a partial entry or temp file was left behind";
+  EXPECT_FALSE(open_or_die(tmp.path).load(k).has_value());
 }
 
 TEST(CompileCache, ErrorsPassThroughAndAreNotCached) {

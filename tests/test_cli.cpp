@@ -7,13 +7,16 @@
 #include "tests/cli_util.h"
 
 #include <cstdlib>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "cache/disk_cache.h"
 #include "compiler/planner.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -231,6 +234,300 @@ TEST(Cli, CachePathStatsClear) {
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("'purge'"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("path, stats, clear"), std::string::npos) << bad.output;
+}
+
+// A kernel planted by another user in a shared (0777) cache dir, with a valid header and
+// SHA-256, is not what compile writes: the dir is refused with one warning and the kernel
+// compiled afresh. stats and clear refuse the dir by name.
+TEST(Cli, PlantedKernelInASharedCacheDirIsNeverServed) {
+  TempDir tmp;
+  const std::string mine = tmp.file("mine"), shared = tmp.file("shared");
+  const std::string flags = "compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o ";
+  ASSERT_EQ(cli(flags + shell_quote(tmp.file("genuine.cubin")), mine).status, 0);
+  const std::string genuine = read_file(tmp.file("genuine.cubin"));
+  std::string entry;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(mine, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::StringRef(it->path()).endswith(".cubin")) entry = llvm::sys::path::filename(it->path()).str();
+  ASSERT_FALSE(entry.empty());
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  { std::ofstream(shared + "/" + entry, std::ios::binary) << encode_cache_entry("PLANTED: not our kernel"); }
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+
+  CliResult r = cli(flags + shell_quote(tmp.file("out.cubin")), shared);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_file(tmp.file("out.cubin")), genuine);
+  const std::string warning = "cache dir " + shared + " has mode 0777, writable by every user";
+  size_t at = r.output.find(warning);
+  EXPECT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(warning, at + 1), std::string::npos) << "warned more than once:\n" << r.output;
+  EXPECT_EQ(read_file(shared + "/" + entry).find("PLANTED"), size_t(DiskCache::kHeaderSize));  // left alone
+
+  for (const char *action : {"stats", "clear"}) {
+    CliResult c = cli(std::string("cache ") + action, shared);
+    EXPECT_EQ(c.status, 1) << action << "\n" << c.output;
+    EXPECT_NE(c.output.find(warning), std::string::npos) << c.output;
+  }
+  EXPECT_TRUE(llvm::sys::fs::exists(shared + "/" + entry));
+}
+
+// stats and clear never create a missing dir; a symlink named like an entry is not one.
+TEST(Cli, CacheStatsNeitherCreatesTheDirNorCountsSymlinks) {
+  TempDir tmp;
+  const std::string cache = tmp.file("not-yet");
+  for (const char *action : {"stats", "clear"}) {
+    CliResult r = cli(std::string("cache ") + action, cache);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+    EXPECT_FALSE(llvm::sys::fs::exists(cache)) << "cache " << action << " created the dir";
+  }
+  ASSERT_EQ(cli("compile --emit=cubin -o " + shell_quote(tmp.file("a.cubin")), cache).status, 0);
+  const std::string foreign = tmp.file("foreign.bin");
+  { std::ofstream(foreign) << std::string(100000, 'x'); }
+  const std::string link = cache + "/" + std::string(64, 'a') + ".cubin";
+  ASSERT_EQ(::symlink(foreign.c_str(), link.c_str()), 0);
+  CliResult st = cli("cache stats", cache);
+  EXPECT_EQ(st.status, 0) << st.output;
+  EXPECT_NE(st.output.find("entries  1\n"), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("bound    1.0 GiB"), std::string::npos) << st.output;
+  CliResult bound = cli("cache stats", cache, "MAGICUBE_CACHE_MAX_BYTES=64M");
+  EXPECT_NE(bound.output.find("bound    64.0 MiB"), std::string::npos) << bound.output;
+  ASSERT_EQ(cli("cache clear", cache).status, 0);
+  EXPECT_TRUE(llvm::sys::fs::exists(foreign));  // the link went, its target stayed
+}
+
+// Environment values that mean nothing are named in a warning, not ignored in silence.
+TEST(Cli, UnknownEnvironmentValuesAreWarnedAbout) {
+  TempDir tmp;
+  CliResult lvl = cli("plan", tmp.path(), "MAGICUBE_LOG_LEVEL=garbage");
+  EXPECT_EQ(lvl.status, 0) << lvl.output;
+  EXPECT_NE(lvl.output.find("MAGICUBE_LOG_LEVEL='garbage' is not a level"), std::string::npos) << lvl.output;
+  CliResult cache = cli("compile --emit=cubin -o " + shell_quote(tmp.file("k.cubin")), tmp.file("c"),
+                        "MAGICUBE_CACHE=banana");
+  EXPECT_EQ(cache.status, 0) << cache.output;
+  EXPECT_NE(cache.output.find("MAGICUBE_CACHE='banana' is not 0 or 1"), std::string::npos) << cache.output;
+  CliResult bytes = cli("compile --emit=cubin -o " + shell_quote(tmp.file("k.cubin")), tmp.file("c"),
+                        "MAGICUBE_CACHE_MAX_BYTES=lots");
+  EXPECT_NE(bytes.output.find("MAGICUBE_CACHE_MAX_BYTES='lots' is not a size"), std::string::npos) << bytes.output;
+  CliResult quiet = cli("compile --emit=cubin -o " + shell_quote(tmp.file("k.cubin")), tmp.file("c"),
+                        "MAGICUBE_CACHE=1 MAGICUBE_LOG_LEVEL=warn");
+  EXPECT_EQ(quiet.output.find("warn"), std::string::npos) << quiet.output;
+}
+
+// Sizes no machine can hold used to die with SIGABRT (an uncaught std::bad_alloc or
+// std::length_error, exit 134, no message). They are worked out before anything is
+// allocated and refused with exit 1 and a message naming the size; no GPU is needed.
+TEST(Cli, HugeSizesAreRefusedBeforeAllocating) {
+  TempDir tmp;
+  const std::string big = "--m=2147483647 --k=2147483647 --sparsity=0.999 --n=2147483647";
+  std::string smtx = tmp.file("wide.smtx");  // 23 bytes: one row of 2^31-1 columns, one nonzero
+  { std::ofstream(smtx) << "1, 2147483647, 1\n0 1\n5\n"; }
+  ASSERT_EQ(read_file(smtx).size(), 23u);
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"run --lhs=s8 --rhs=s8 --v=8 " + big, "of host memory"},
+      {"run --lhs=s8 --rhs=s8 --v=8 --matrix=" + shell_quote(smtx) + " --n=64", "B: K x N int64 values"},
+      {"run --op=sddmm --lhs=s8 --rhs=s8 --v=8 --m=2147483647 --n=2147483647 --sparsity=0.999 --k=2147483647",
+       "of host memory"},
+      {"run --op=sddmm --lhs=s8 --rhs=s8 --v=8 --matrix=" + shell_quote(smtx) + " --k=64",
+       "SDDMM M=8 K=64 N=2147483647 V=8 with 1 vectors needs about 2.0 TiB"},
+      {"run --lhs=s8 --rhs=s8 --v=8 --m=64 --k=64 --sparsity=0.5 --n=2147483647", "of host memory"},
+      {"tune --lhs=s8 --rhs=s8 --v=8 " + big, "of host memory"},
+      {"tune --lhs=s8 --rhs=s8 --v=8 --matrix=" + shell_quote(smtx) + " --n=64", "of host memory"},
+      {"tune --op=sddmm --lhs=s8 --rhs=s8 --v=8 --m=2147483647 --n=2147483647 --sparsity=0.5 --k=64",
+       "of host memory"},
+  };
+  for (const Case &c : cases) {
+    CliResult r = cli(c.args, tmp.path());
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("magicube: error: "), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("refusing it before allocating"), std::string::npos) << c.args << "\n" << r.output;
+  }
+  // The limit is this process's: a small one refuses a modest problem, naming the limit.
+  CliResult small = cli("run --m=4096 --k=4096 --sparsity=0.5 --n=4096", tmp.path(), "MAGICUBE_HOST_MEMORY_LIMIT=64M");
+  EXPECT_EQ(small.status, 1) << small.output;
+  EXPECT_NE(small.output.find("the limit is 64.0 MiB"), std::string::npos) << small.output;
+  EXPECT_NE(small.output.find("size: SpMM M=4096 K=4096 N=4096 V=8"), std::string::npos) << small.output;
+}
+
+// Checks that came late or not at all: a pattern with no rows or columns (as --m=0 is
+// refused), --repeat/--warmup beyond their bounds, a tuning run's timing flags too.
+TEST(Cli, EmptyPatternsAndUnboundedTimingFlagsAreRefused) {
+  TempDir tmp;
+  std::string no_rows = tmp.file("no-rows.smtx"), no_cols = tmp.file("no-cols.smtx");
+  { std::ofstream(no_rows) << "0, 5, 0\n0\n"; }
+  { std::ofstream(no_cols) << "3, 0, 0\n0 0 0 0\n"; }
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"run --matrix=" + shell_quote(no_rows) + " --n=8", "has 0 rows and 5 columns (allowed: at least 1 of each)"},
+      {"run --matrix=" + shell_quote(no_cols) + " --n=8", "has 3 rows and 0 columns"},
+      {"run --op=sddmm --matrix=" + shell_quote(no_cols) + " --k=8", "has 3 rows and 0 columns"},
+      {"tune --matrix=" + shell_quote(no_rows) + " --n=8", "has 0 rows"},
+      {"run --m=16 --k=16 --sparsity=0.5 --n=8 --repeat=100001", "repeat: --repeat=100001 is not allowed (allowed: 1..100000)"},
+      {"run --m=16 --k=16 --sparsity=0.5 --n=8 --warmup=2000000000", "warmup: --warmup=2000000000 is not allowed"},
+      {"run --m=16 --k=16 --sparsity=0.5 --n=8 --warmup=-1", "warmup: --warmup=-1"},
+      {"tune --m=16 --k=16 --sparsity=0.5 --n=8 --repeat=1000000", "repeat: --repeat=1000000"},
+  };
+  for (const Case &c : cases) {
+    CliResult r = cli(c.args, tmp.path());
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.needle), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+// A .smtx token with a terminal escape or a NUL is quoted in the message: the escape cannot
+// reach the terminal and the NUL does not cut the message short.
+TEST(Cli, MessagesQuoteTheFilesBytes) {
+  TempDir tmp;
+  std::string evil = tmp.file("evil.smtx");
+  {
+    std::ofstream f(evil, std::ios::binary);
+    f << "2, 3, 2\n0 1 2\n0 1\x1b]0;pwned\x07" << std::string(1, '\0') << "x\n";
+  }
+  CliResult r = cli("run --matrix=" + shell_quote(evil) + " --n=8", tmp.path());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
+  EXPECT_EQ(r.output.find('\x07'), std::string::npos);
+  EXPECT_NE(r.output.find("col_idx[1] '1\\x1b]0;pwned\\x07\\x00x' is not a non-negative integer"), std::string::npos)
+      << r.output;
+  // Spec text is quoted the same way.
+  CliResult lhs = cli("plan --lhs=\"$(printf 's8\\033[2J')\"", tmp.path());
+  EXPECT_EQ(lhs.status, 1) << lhs.output;
+  EXPECT_EQ(lhs.output.find('\x1b'), std::string::npos) << lhs.output;
+  EXPECT_NE(lhs.output.find("lhs: 's8\\x1b[2J' is not an element type"), std::string::npos) << lhs.output;
+}
+
+// The bad-input battery: every class of bad input the CLI takes (flags, values, files,
+// sizes, combinations), each refused with exit 1 and one line "magicube: ..." that names
+// the input, before any GPU is looked for, with no raw control bytes. (LLVM's option
+// parser may add a second "Did you mean" line to an unknown flag.) The count is quoted in
+// the README's reliability section.
+TEST(Cli, BadInputBattery) {
+  TempDir tmp;
+  auto file = [&](const std::string &name, const std::string &text) {
+    std::ofstream(tmp.file(name), std::ios::binary) << text;
+    return shell_quote(tmp.file(name));
+  };
+  const std::string shared = tmp.file("shared-cache");
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  const std::string run = "run --m=64 --k=64 --sparsity=0.5 --n=64 ";
+  const std::string sd = "run --op=sddmm --m=64 --n=64 --sparsity=0.5 ";
+  const std::string tune = "tune --m=64 --k=64 --sparsity=0.5 --n=64 ";
+  auto mx = [&](const std::string &name, const std::string &text) { return "run --n=64 --matrix=" + file(name, text); };
+  struct Case {
+    Case(std::string a, std::string n, std::string e = "") : args(std::move(a)), needle(std::move(n)), env(std::move(e)) {}
+    std::string args, needle, env;
+  } cases[] = {
+      // the op flags (plan, compile, run, tune share them)
+      {"plan --op=gemm", "op: unknown op 'gemm'"}, {"plan --lhs=s17", "lhs: 17 bits in 's17'"},
+      {"plan --lhs=x8", "lhs: 'x8'"}, {"plan --lhs=", "lhs: ''"}, {"plan --rhs=u0", "rhs:"},
+      {"plan --rhs=s99999999999", "rhs:"}, {"plan --v=3", "v"}, {"plan --v=0", "v"}, {"plan --v=-8", "v"},
+      {"plan --v=abc", "'abc' value invalid"}, {"plan --bsn=100", "bsn"}, {"plan --bsn=0", "bsn"},
+      {"plan --stages=7", "stages"}, {"plan --stages=1", "stages"}, {"plan --split=3", "split"},
+      {"plan --split=0", "split"}, {"plan --resident --bsn=256", "BSn=256"},
+      {"plan --out=f64", "out: unknown output type 'f64'"}, {"plan --scale=channel --out=f16", "scale:"},
+      {"plan --out=f16 --bias=diag", "bias: unknown bias 'diag'"}, {"plan --scale=tensor", "scale: a tensor scale"},
+      {"plan --bias=row", "bias:"}, {"plan --op=sddmm --out=f16 --bias=row", "bias:"},
+      {"plan --arch=sm_70", "arch: unknown arch 'sm_70'"}, {"plan --arch=sm_100", "arch:"},
+      {"plan --candidate=99", "candidate: --candidate=99"}, {"plan --candidate=-1", "candidate:"},
+      {"plan --format=xml", "format: 'xml'"}, {"plan --lhs=\"$(printf 's8\\033[2J')\"", "lhs: 's8\\x1b[2J'"},
+      {"plan --frob", "Unknown command line argument '--frob'"}, {"frobnicate", "'frobnicate'"},
+      {"", "no command given"},
+      // compile
+      {"compile --emit=sass -o x", "emit: 'sass'"}, {"compile -o x", "emit: --emit is required"},
+      {"compile --emit=cuda", "-o:"}, {"compile --emit=cuda -o " + shell_quote(tmp.file("no/dir/x.cu")), "no/dir/x.cu"},
+      {"compile --emit=cuda --lhs=s0 -o -", "lhs:"},
+      // cache
+      {"cache purge", "'purge'"}, {"cache", "an action is required"},
+      {"cache stats", "writable by every user", "MAGICUBE_CACHE_DIR=" + shell_quote(shared)},
+      {"cache clear", "writable by every user", "MAGICUBE_CACHE_DIR=" + shell_quote(shared)},
+      // run (SpMM): sizes, combinations, timing
+      {"run --m=64 --k=64 --n=64", "--sparsity"}, {"run --m=64 --k=64 --sparsity=0.5", "n: --n=0"},
+      {"run --m=64 --k=64 --sparsity=0.5 --n=-5", "n: --n=-5"},
+      {"run --m=64 --k=64 --sparsity=0.5 --n=2147483648", "n: --n=2147483648"},
+      {"run --m=64 --k=64 --sparsity=0.5 --n=99999999999999999999999", "value invalid for llong"},
+      {"run --m=0 --k=64 --sparsity=0.5 --n=64", "m: --m=0"}, {"run --m=-1 --k=64 --sparsity=0.5 --n=64", "m: --m=-1"},
+      {"run --m=2147483648 --k=64 --sparsity=0.5 --n=64", "m: --m=2147483648"},
+      {"run --m=64 --k=0 --sparsity=0.5 --n=64", "k: --k=0"}, {"run --m=64 --k=64 --sparsity=1 --n=64", "sparsity:"},
+      {"run --m=64 --k=64 --sparsity=-0.1 --n=64", "sparsity:"}, {"run --m=64 --k=64 --sparsity=nan --n=64", "sparsity:"},
+      {"run --m=64 --k=64 --sparsity=half --n=64", "'half' value invalid"},
+      {run + "--repeat=0", "repeat: --repeat=0"}, {run + "--repeat=100001", "repeat: --repeat=100001"},
+      {run + "--warmup=-1", "warmup: --warmup=-1"}, {run + "--warmup=100001", "warmup:"},
+      {run + "--layout=srbcrs", "layout:"}, {run + "--stride=16", "stride:"}, {run + "--seed=-1", "seed"},
+      {"run --matrix=x.smtx --m=4 --n=8", "cannot be combined"},
+      {"run --lhs=s16 --rhs=s16 --m=16 --k=64 --sparsity=0 --n=8", "max_exact_k"},
+      {"run --m=2147483647 --k=2147483647 --sparsity=0.999 --n=2147483647", "size: SpMM"},
+      {"run --m=64 --k=64 --sparsity=0.5 --n=2147483647", "size: SpMM"},
+      {run, "the limit is 1.0 KiB", "MAGICUBE_HOST_MEMORY_LIMIT=1K"},
+      // run --matrix: the .smtx reader's classes
+      {"run --n=64 --matrix=/no/such/file.smtx", "/no/such/file.smtx: cannot read"},
+      {"run --n=64 --matrix=" + shell_quote(tmp.path()), "cannot read: Is a directory"},
+      {"run --n=64 --matrix=/dev/zero", "/dev/zero: is more than"}, {mx("empty.smtx", ""), "empty file"},
+      {mx("garbage.smtx", "hello world\n"), "header field 'rows' 'hello'"},
+      {mx("two.smtx", "2, 2\n0 1 1\n0\n"), "header must hold 3 numbers"},
+      {mx("overflow.smtx", "99999999999999999999, 2, 1\n"), "does not fit in 64 bits"},
+      {mx("rows.smtx", "2199023255553, 2, 1\n"), "is too large (limit 2^40)"},
+      {mx("cols.smtx", "1, 2147483648, 1\n0 1\n0\n"), "exceeds the 32-bit column index range"},
+      {mx("truncated.smtx", "2, 2, 1\n0 1 1\n"), "truncated: found 2 lines"},
+      {mx("few.smtx", "2, 2, 1\n0 1\n0\n"), "expected rows+1 = 3 row offsets, found 2"},
+      {mx("many.smtx", "2, 2, 1\n0 1 1 1\n0\n"), "found 4"}, {mx("start.smtx", "2, 2, 1\n1 1 1\n0\n"), "row_ptr[0] = 1"},
+      {mx("decrease.smtx", "2, 2, 1\n0 2 1\n0 1\n"), "row offsets decrease"},
+      {mx("nnz.smtx", "2, 2, 2\n0 1 1\n0\n"), "nnz mismatch"},
+      {mx("range.smtx", "2, 2, 1\n0 1 1\n5\n"), "col_idx[0] = 5 (row 0) is out of range [0, 2)"},
+      {mx("order.smtx", "1, 4, 2\n0 2\n3 1\n"), "not strictly increasing"},
+      {mx("dup.smtx", "1, 4, 2\n0 2\n1 1\n"), "not strictly increasing"},
+      {mx("negative.smtx", "1, 4, 1\n0 1\n-1\n"), "'-1' is not a non-negative integer"},
+      {mx("trailing.smtx", "1, 4, 1\n0 1\n1\nmore\n"), "unexpected content after the column indices"},
+      {mx("escape.smtx", "1, 4, 1\n0 1\n1\x1b[31m\n"), "'1\\x1b[31m'"},
+      {mx("nul.smtx", std::string("1, 4, 1\n0 1\n1\0x\n", 16)), "'1\\x00x'"},
+      {mx("norows.smtx", "0, 4, 0\n0\n"), "has 0 rows"}, {mx("nocols.smtx", "2, 0, 0\n0 0 0\n"), "0 columns"},
+      {mx("wide.smtx", "1, 2147483647, 1\n0 1\n5\n"), "size: SpMM M=8 K=2147483647 N=64"},
+      // run --op=sddmm
+      {"run --op=sddmm --m=64 --n=64 --sparsity=0.5", "k: --k=0"}, {sd + "--k=-1", "k: --k=-1"},
+      {"run --op=sddmm --m=64 --sparsity=0.5 --k=64", "--n"}, {sd + "--k=64 --layout=coo", "layout: 'coo'"},
+      {sd + "--k=64 --stride=0", "stride: --stride=0"}, {sd + "--k=64 --stride=2000", "stride: --stride=2000"},
+      {"run --op=sddmm --matrix=x.smtx --n=8 --k=8", "cannot be combined"},
+      {"run --op=sddmm --lhs=s16 --rhs=s16 --m=16 --n=16 --sparsity=0 --k=64", "max_exact_k"},
+      {"run --op=sddmm --m=2147483647 --n=2147483647 --sparsity=0.999 --k=2147483647", "size: SDDMM"},
+      {"run --op=sddmm --k=64 --matrix=" + file("sd-nocols.smtx", "2, 0, 0\n0 0 0\n"), "0 columns"},
+      // tune
+      {tune + "--candidate=1", "candidate: --candidate=1 is not allowed with tune"},
+      {tune + "--layout=srbcrs", "layout:"}, {tune + "--repeat=0", "repeat:"}, {tune + "--repeat=100001", "repeat:"},
+      {"tune --k=64 --sparsity=0.5 --n=64", "--m"}, {"tune --m=64 --k=64 --sparsity=0.5 --n=0", "n: --n=0"},
+      {tune + "--bsn=100", "bsn"}, {tune + "--split=5", "split"},
+      {"tune --n=64 --matrix=/no/such.smtx", "/no/such.smtx"},
+      {"tune --m=2147483647 --k=2147483647 --sparsity=0.999 --n=2147483647", "size: SpMM"},
+      {"tune --op=sddmm --m=64 --n=64 --sparsity=0.5 --k=0", "k: --k=0"},
+      // bench
+      {"bench --filter=L99-R8", "filter"}, {"bench --v=3", "v:"}, {"bench --n=0", "n:"}, {"bench --n=x", "n:"},
+      {"bench --sections=bogus", "sections: 'bogus'"}, {"bench --dlmc=/no/such/dlmc.tar.gz", "dlmc:"},
+      {"bench --out-dir=" + file("out.txt", "x"), "is a file, not a folder"}, {"bench --out-dir=", "out-dir:"},
+      {"bench --repeat=0", "repeat:"}, {"bench --repeat=100001", "repeat:"}, {"bench --warmup=-1", "warmup:"},
+      {"bench --l2=cold", "l2"}, {"bench --dlmc-limit=-2", "dlmc-limit"},
+  };
+  int ok = 0;
+  std::vector<std::string> failures;
+  for (const Case &c : cases) {
+    CliResult r = cli(c.args, tmp.path(), c.env);
+    std::string first = r.output.substr(0, r.output.find('\n'));
+    std::string rest = r.output.size() > first.size() + 1 ? r.output.substr(first.size() + 1) : "";
+    bool hint_only = rest.empty() || (rest.rfind("magicube: Did you mean", 0) == 0 && rest.find('\n') == rest.size() - 1);
+    bool clean = std::none_of(r.output.begin(), r.output.end(),
+                              [](char ch) { return (unsigned char)ch < 0x20 && ch != '\n'; });
+    const bool ours = first.rfind("magicube: ", 0) == 0 || first.rfind("magicube-bench: ", 0) == 0;
+    if (r.status == 1 && ours && first.find(c.needle) != std::string::npos && hint_only &&
+        clean)
+      ++ok;
+    else
+      failures.push_back("magicube " + c.args + "  (exit " + std::to_string(r.status) + ", wanted '" + c.needle +
+                         "'):\n" + r.output);
+  }
+  for (const std::string &f : failures) ADD_FAILURE() << f;
+  std::printf("[          ] %d of %zu bad inputs exit 1 with one line naming the input\n", ok, std::size(cases));
 }
 
 // Without a GPU: exactly one line naming the reason, exit 2. With one: bit-exact.

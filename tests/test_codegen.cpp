@@ -2,6 +2,7 @@
 // widths 1..16, both signednesses, V in {1,2,4,8}, prefetch on/off and both mma
 // orientations; the disk cache (a per-run temp dir) is shared between the tests.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 
@@ -133,6 +134,7 @@ class CodegenGrid : public ::testing::TestWithParam<Variant> {
     static std::string dir = [] {
       llvm::SmallString<128> d;
       (void)llvm::sys::fs::createUniqueDirectory("magicube-codegen-test", d);
+      ::chmod(d.c_str(), 0700);  // private whatever the umask
       return std::string(d);
     }();
     if (!std::getenv("MAGICUBE_TEST_KEEP_CACHE")) setenv("MAGICUBE_CACHE_DIR", dir.c_str(), 1);

@@ -64,6 +64,42 @@ TEST(Epilogue, DequantizeAppliesScalesAndBias) {
   EXPECT_DOUBLE_EQ(dequantize(s, -16, a, 1, 2), -16 * 0.125 + 8.0);
 }
 
+// Signed zero follows IEEE (and PyTorch: 0 * -s = -0): an exact sum of 0 times a negative
+// scale stores -0 in every float format; a bias of +0 added to it gives +0.
+TEST(Epilogue, ZeroTimesANegativeScaleIsNegativeZero) {
+  EXPECT_EQ(f16_bits(-0.0), 0x8000);
+  EXPECT_EQ(bf16_bits(-0.0), 0x8000);
+  EXPECT_EQ(f32_bits(-0.0), 0x80000000u);
+  EXPECT_EQ(f16_bits(0.0), 0x0000);
+  EXPECT_EQ(bf16_bits(0.0), 0x0000);
+  EXPECT_EQ(f16_bits(-std::ldexp(1.0, -30)), 0x8000);  // a negative value rounding to zero
+  for (OutType out : {OutType::F32, OutType::F16, OutType::BF16}) {
+    SCOPED_TRACE(out_name(out));
+    OpSpec s;
+    s.out = out;
+    s.scale = Scale::Tensor;
+    EpilogueArgs a;
+    a.alpha = -0.5f;
+    const double x = dequantize(s, 0, a, 0, 0);
+    EXPECT_TRUE(x == 0 && std::signbit(x));
+    const double torch_like = double(0.0f * -0.5f);  // what a framework computes
+    EXPECT_EQ(std::signbit(x), std::signbit(torch_like));
+    const int64_t neg_zero = out == OutType::F32 ? 0x80000000ll : 0x8000;
+    auto bits = [&](double v) -> int64_t {
+      return out == OutType::F32 ? int64_t(f32_bits(v)) : out == OutType::F16 ? f16_bits(v) : bf16_bits(v);
+    };
+    EXPECT_EQ(bits(x), neg_zero);
+    s.scale = Scale::RowCol;
+    a.row_scale = {2.0f, -2.0f};
+    a.col_scale = {1.0f};
+    EXPECT_EQ(bits(dequantize(s, 0, a, 1, 0)), neg_zero);  // negative row scale
+    EXPECT_EQ(bits(dequantize(s, 0, a, 0, 0)), 0);         // positive scales: +0
+    s.bias = Bias::Row;
+    a.bias = {0.0f, 0.0f};
+    EXPECT_EQ(bits(dequantize(s, 0, a, 1, 0)), 0);  // -0 + 0 = +0 (IEEE round to nearest)
+  }
+}
+
 TEST(Epilogue, IrCarriesTheOptions) {
   auto s = parse_opspec("spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90");
   ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());

@@ -108,6 +108,23 @@ TEST(SmtxErrors, MissingFile) {
   EXPECT_HAS(m, "/nonexistent/dir/layer.smtx: cannot read");
 }
 
+// Hostile paths end with a message, not by running out of memory or hanging.
+TEST(SmtxErrors, DevicesDirectoriesAndHugeFilesAreRefused) {
+  auto zero = read_smtx("/dev/zero");  // endless: read up to the bound, then refused
+  ASSERT_FALSE(zero);
+  EXPECT_HAS(llvm::toString(zero.takeError()), "/dev/zero: is more than 268435456 bytes");
+  auto dir = read_smtx("/tmp");
+  ASSERT_FALSE(dir);
+  EXPECT_HAS(llvm::toString(dir.takeError()), "/tmp: cannot read: Is a directory");
+  const std::string big = (fs::temp_directory_path() / ("magicube-big-" + std::to_string(::getpid()) + ".smtx")).string();
+  { std::ofstream(big) << "1, 1, 0\n0 0\n"; }
+  fs::resize_file(big, kMaxSmtxBytes + 1);  // sparse: no disk used
+  auto huge = read_smtx(big);
+  fs::remove(big);
+  ASSERT_FALSE(huge);
+  EXPECT_HAS(llvm::toString(huge.takeError()), "is 268435457 bytes, more than a .smtx pattern may be (limit 256 MiB)");
+}
+
 TEST(SmtxErrors, EmptyFile) { EXPECT_HAS(parse_error(""), "t.smtx: empty file"); }
 
 TEST(SmtxErrors, FewerThanThreeLines) {

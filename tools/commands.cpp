@@ -7,6 +7,7 @@
 #include "cache/disk_cache.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "support/text.h"
 #include "jit/nvrtc.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -26,14 +27,7 @@ namespace magicube::tool {
 namespace {
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-std::string human_bytes(uint64_t b) {
-  if (b < 1024) return std::to_string(b) + " B";
-  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double x = double(b);
-  int u = -1;
-  while (x >= 1024 && u < 3) x /= 1024, ++u;
-  return fmt::format("{:.1f} {}", x, units[u]);
-}
+std::string human_bytes(uint64_t b) { return format_bytes(b); }
 
 // Writes `bytes` to `path` ("-": stdout); the error names the file.
 llvm::Error write_file(const std::string &path, const std::string &bytes) {
@@ -92,6 +86,8 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.scale = *scale;
   s.bias = *bias;
   s.pinned = f.pinned;
+  if (f.candidate_given && f.candidate < 0)
+    return err("candidate: --candidate=" + llvm::Twine(f.candidate) + " is out of range (allowed: 0.. the candidate count - 1; see plan --all)");
   if (auto e = validate(s)) return e;
   return s;
 }
@@ -202,14 +198,33 @@ int cmd_cache(const std::string &action) {
     if (disabled) llvm::errs() << "magicube: note: the disk cache is disabled by MAGICUBE_CACHE=0\n";
     return 0;
   }
+  // stats and clear look at the directory; they never create it.
+  llvm::SmallString<256> abs(*path);
+  (void)llvm::sys::fs::make_absolute(abs);
+  llvm::sys::path::remove_dots(abs, /*remove_dot_dot=*/true);
+  if (!llvm::sys::fs::exists(abs)) {
+    if (action == "stats")
+      llvm::outs() << "path     " << abs << " (does not exist yet)\n"
+                   << "enabled  " << (disabled ? "no (MAGICUBE_CACHE=0)" : "yes") << "\n"
+                   << "entries  0\n"
+                   << "bytes    0 (0 B)\n";
+    else
+      llvm::outs() << "cleared 0 entries (0 B) from " << abs << " (it does not exist)\n";
+    return 0;
+  }
   auto cache = DiskCache::open(*path);
   if (!cache) return fail(cache.takeError());
   DiskCache::Stats st = cache->stats();
   if (action == "stats") {
+    const uint64_t bound = cache_max_bytes_from_env();
     llvm::outs() << "path     " << cache->path() << "\n"
-                 << "enabled  " << (cache->enabled() ? "yes" : "no (MAGICUBE_CACHE=0)") << "\n"
+                 << "enabled  "
+                 << (!cache->enabled() ? "no (MAGICUBE_CACHE=0)" : cache->writable() ? "yes" : "yes, read-only") << "\n"
                  << "entries  " << st.entries << "\n"
-                 << "bytes    " << st.bytes << " (" << human_bytes(st.bytes) << ")\n";
+                 << "bytes    " << st.bytes << " (" << human_bytes(st.bytes) << ")\n"
+                 << "bound    " << (bound ? human_bytes(bound) : std::string("none"))
+                 << " (MAGICUBE_CACHE_MAX_BYTES; least recently used entries are evicted)\n";
+    if (st.temps) llvm::outs() << "temps    " << st.temps << " (files of writers in progress or killed)\n";
     return 0;
   }
   if (auto e = cache->clear()) return fail(std::move(e));

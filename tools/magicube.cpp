@@ -19,6 +19,10 @@
 // (no GPU).
 #include <unistd.h>
 
+#include <new>
+#include <stdexcept>
+#include <string>
+
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -204,6 +208,16 @@ int exec_bench(int argc, char **argv) {
   return 1;
 }
 
+int run_command() {
+  if (PlanCmd) return tool::cmd_plan(op_flags(), run_args(), FormatFlag, AllFlag);
+  if (CompileCmd) return tool::cmd_compile(op_flags(), EmitFlag, OutputFlag);
+  if (RunCmd) return tool::cmd_run(op_flags(), run_args());
+  if (TuneCmd) return tool::cmd_tune(op_flags(), tune_args());
+  if (CacheCmd) return tool::cmd_cache(CacheAction);
+  llvm::errs() << "magicube: error: no command given (commands: plan, compile, run, cache, bench, tune; try: magicube --help)\n";
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -212,11 +226,14 @@ int main(int argc, char **argv) {
                               "Magicube JIT: quantized sparse tensor-core kernels\n\n"
                               "  magicube bench FLAGS runs magicube-bench FLAGS (the benchmark, its own binary)\n");
   log().debug("magicube started");
-  if (PlanCmd) return tool::cmd_plan(op_flags(), run_args(), FormatFlag, AllFlag);
-  if (CompileCmd) return tool::cmd_compile(op_flags(), EmitFlag, OutputFlag);
-  if (RunCmd) return tool::cmd_run(op_flags(), run_args());
-  if (TuneCmd) return tool::cmd_tune(op_flags(), tune_args());
-  if (CacheCmd) return tool::cmd_cache(CacheAction);
-  llvm::errs() << "magicube: error: no command given (commands: plan, compile, run, cache, bench, tune; try: magicube --help)\n";
+  // The backstop: sizes are checked before allocating (runtime/memory_budget.h), but no
+  // allocation failure may end the process with an uncaught exception and no message.
+  try {
+    return run_command();
+  } catch (const std::bad_alloc &) {
+    llvm::errs() << "magicube: error: out of host memory (std::bad_alloc): the problem is too large for this machine\n";
+  } catch (const std::length_error &e) {
+    llvm::errs() << "magicube: error: a size is too large (std::length_error: " << e.what() << ")\n";
+  }
   return 1;
 }

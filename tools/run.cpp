@@ -127,8 +127,7 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
       return fail("k: --k=" + llvm::Twine(r.k) +
                   " is not allowed (give --k=K, the reduction length, A's columns and B's rows: 1..2^31-1)");
   }
-  if (r.repeat < 1) return fail("repeat: --repeat=" + llvm::Twine(r.repeat) + " is not allowed (allowed: >= 1)");
-  if (r.warmup < 0) return fail("warmup: --warmup=" + llvm::Twine(r.warmup) + " is not allowed (allowed: >= 0)");
+  if (auto e = check_timing_flags(r.repeat, r.warmup)) return fail(std::move(e));
 
   std::mt19937_64 rng(r.seed);
   // SpMM: `sparse` is A (M x K), `b` is B (K x N, row-major).
@@ -164,6 +163,7 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   auto p = dispatch(*spec, &sig, device_facts(*ctx), candidate);
   if (!p) return fail(p.takeError());
   const Plan &plan = p->plan;
+  if (auto e = check_device_memory(*ctx, plan, m, k, n, sparse->num_vectors())) return fail(std::move(e));
   llvm::outs() << "gpu       " << ctx->name() << " (" << arch_name(ctx->compute_capability()) << ", "
                << ctx->sm_count() << " SMs)\n"
                << "plan      " << to_string(plan.spec) << " (" << p->chosen_by() << ")\n";

@@ -52,8 +52,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
     if (r.k <= 0 || r.k > INT32_MAX)
       return fail("k: --k=" + llvm::Twine(r.k) + " is not allowed (give --k=K, the reduction length: 1..2^31-1)");
   }
-  if (r.repeat < 1) return fail("repeat: --repeat=" + llvm::Twine(r.repeat) + " is not allowed (allowed: >= 1)");
-  if (r.warmup < 0) return fail("warmup: --warmup=" + llvm::Twine(r.warmup) + " is not allowed (allowed: >= 0)");
+  if (auto e = check_timing_flags(r.repeat, r.warmup)) return fail(std::move(e));
 
   TuneOptions opts;
   if (t.bsn_given) opts.knob_values["bsn"] = {f.bsn};
@@ -99,6 +98,9 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   auto cands = tuning_candidates(*spec, opts);
   if (!cands) return fail(cands.takeError());
   const MatrixSignature sig = sddmm ? sddmm_signature(*sparse, k) : spmm_signature(*sparse, n);
+  auto base_plan = dispatch(*spec, &sig, device_facts(*ctx));  // the untuned default sizes the device memory
+  if (!base_plan) return fail(base_plan.takeError());
+  if (auto e = check_device_memory(*ctx, base_plan->plan, m, k, n, sparse->num_vectors())) return fail(std::move(e));
   const int64_t nnz = sparse->num_vectors();
   llvm::outs() << "gpu       " << ctx->name() << " (" << arch_name(ctx->compute_capability()) << ", "
                << ctx->sm_count() << " SMs)\n"
