@@ -843,21 +843,23 @@ int magicube_output_elements(const magicube_packed_header *header, int64_t n_or_
   });
 }
 
-int magicube_spmm_host(const magicube_op *op, const magicube_packed *a, const magicube_dense *b, int64_t n,
-                       const magicube_dense *c, const magicube_epilogue *epilogue) {
+int magicube_spmm_host(const magicube_op *op, const magicube_packed_header *header, const void *a_packed,
+                       const magicube_dense *b, int64_t n, const magicube_dense *c, const magicube_epilogue *epilogue) {
   return guarded([&] {
     require(op, "op");
-    require(a, "a");
+    require(header, "header");
+    require(a_packed, "a_packed");
     require(b, "b");
     require(c, "c");
     require(b->data, "b.data");
     require(c->data, "c.data");
     if (!op->spmm) invalid("op: an SDDMM op given to magicube_spmm_host");
-    const magicube_packed_header &h = a->header;
+    const magicube_packed_header &h = *header;
     check_header_for(*op, h);
     SpmmLayout l = spmm_layout(*op, h, *b, n, *c);  // validates before any device work
+    (void)device_epilogue(op->spec(), epilogue, h.rows, n);
     const magicube::Context &ctx = device_context(op->device);
-    DeviceBuffer da = upload_bytes(a->bytes.data(), a->bytes.size());
+    DeviceBuffer da = upload_bytes(a_packed, size_t(h.total_bytes));
     DeviceBuffer db = upload_bytes(b->data, size_t(h.cols * n * dtype_bytes(b->dtype)));
     const size_t c_bytes = size_t(h.rows * n * dtype_bytes(c->dtype));
     DeviceBuffer dc = take(DeviceBuffer::allocate(std::max<size_t>(c_bytes, 1)), Kind::Cuda);
@@ -879,25 +881,28 @@ int magicube_spmm_host(const magicube_op *op, const magicube_packed *a, const ma
   });
 }
 
-int magicube_sddmm_host(const magicube_op *op, const magicube_packed *mask, const magicube_dense *a,
-                        const magicube_dense *b, int64_t k, void *out, int out_layout,
+int magicube_sddmm_host(const magicube_op *op, const magicube_packed_header *header, const void *mask_packed,
+                        const magicube_dense *a, const magicube_dense *b, int64_t k, void *out, int out_layout,
                         const magicube_epilogue *epilogue) {
   return guarded([&] {
     require(op, "op");
-    require(mask, "mask");
+    require(header, "header");
+    require(mask_packed, "mask_packed");
     require(a, "a");
     require(b, "b");
     require(a->data, "a.data");
     require(b->data, "b.data");
     require(out, "out");
     if (!op->sddmm) invalid("op: an SpMM op given to magicube_sddmm_host");
-    const magicube_packed_header &h = mask->header;
+    const magicube_packed_header &h = *header;
     check_header_for(*op, h);
     SddmmLayout l = sddmm_layout(*op, h, *a, *b, k);
     if (out_layout != MAGICUBE_BCRS && out_layout != MAGICUBE_SRBCRS)
       invalid("out_layout: " + std::to_string(out_layout) + " (allowed: 0 BCRS, 1 SR-BCRS)");
+    if (epilogue && epilogue->bias) invalid("epilogue: SDDMM takes no bias");
+    (void)device_epilogue(op->spec(), epilogue, h.rows, h.cols);
     const magicube::Context &ctx = device_context(op->device);
-    DeviceBuffer dm = upload_bytes(mask->bytes.data(), mask->bytes.size());
+    DeviceBuffer dm = upload_bytes(mask_packed, size_t(h.total_bytes));
     DeviceBuffer da = upload_bytes(a->data, size_t(h.rows * k * dtype_bytes(a->dtype)));
     DeviceBuffer db = upload_bytes(b->data, size_t(k * h.cols * dtype_bytes(b->dtype)));
     const int64_t elems = (out_layout == MAGICUBE_BCRS ? h.num_vectors : h.num_slots) * h.v;
@@ -909,7 +914,6 @@ int magicube_sddmm_host(const magicube_op *op, const magicube_packed *mask, cons
     DeviceBuffer rs, cs;
     if (epilogue && epilogue->row_scale) rs = upload_bytes(epilogue->row_scale, size_t(h.rows) * 4), de.row_scale = reinterpret_cast<const float *>(rs.ptr());
     if (epilogue && epilogue->col_scale) cs = upload_bytes(epilogue->col_scale, size_t(h.cols) * 4), de.col_scale = reinterpret_cast<const float *>(cs.ptr());
-    if (epilogue && epilogue->bias) invalid("epilogue: SDDMM takes no bias");
     magicube_dense a_dev{reinterpret_cast<void *>(da.ptr()), a->dtype, a->layout};
     magicube_dense b_dev{reinterpret_cast<void *>(db.ptr()), b->dtype, b->layout};
     sddmm_run(*op, h, reinterpret_cast<const void *>(dm.ptr()), a_dev, b_dev, k, reinterpret_cast<void *>(dout.ptr()),

@@ -283,14 +283,16 @@ MAGICUBE_API int magicube_output_elements(const magicube_packed_header *header, 
 
 /* ---- host in, host out (tests, small problems) ------------------------------------------- */
 
-/* The same runs with every operand on the host (b, c, a, out and the epilogue's vectors are
- * host pointers): allocate device memory, upload, run on the legacy default stream, wait,
- * download. Synchronous. SDDMM's out is zero where the kernel writes nothing. */
-MAGICUBE_API int magicube_spmm_host(const magicube_op *op, const magicube_packed *a, const magicube_dense *b, int64_t n,
-                                    const magicube_dense *c, const magicube_epilogue *epilogue);
-MAGICUBE_API int magicube_sddmm_host(const magicube_op *op, const magicube_packed *mask, const magicube_dense *a,
-                                     const magicube_dense *b, int64_t k, void *out, int out_layout,
-                                     const magicube_epilogue *epilogue);
+/* The same runs with every operand on the host (the packed blob, b, c, a, out and the
+ * epilogue's vectors are host pointers): allocate device memory, upload, run on the legacy
+ * default stream, wait, download. Synchronous. SDDMM's out is zero where the kernel writes
+ * nothing. */
+MAGICUBE_API int magicube_spmm_host(const magicube_op *op, const magicube_packed_header *header, const void *a_packed,
+                                    const magicube_dense *b, int64_t n, const magicube_dense *c,
+                                    const magicube_epilogue *epilogue);
+MAGICUBE_API int magicube_sddmm_host(const magicube_op *op, const magicube_packed_header *header,
+                                     const void *mask_packed, const magicube_dense *a, const magicube_dense *b,
+                                     int64_t k, void *out, int out_layout, const magicube_epilogue *epilogue);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -189,11 +189,11 @@ class Op {
   // ---- host operands (synchronous; the device does the work) ----
   void spmm_host(const Packed &a, const magicube_dense &b, int64_t n, const magicube_dense &c,
                  const magicube_epilogue *epilogue = nullptr) const {
-    detail::check(magicube_spmm_host(op_.get(), a.get(), &b, n, &c, epilogue));
+    detail::check(magicube_spmm_host(op_.get(), &a.header(), a.data(), &b, n, &c, epilogue));
   }
   void sddmm_host(const Packed &mask, const magicube_dense &a, const magicube_dense &b, int64_t k, void *out,
                   magicube_sparse_layout layout = MAGICUBE_BCRS, const magicube_epilogue *epilogue = nullptr) const {
-    detail::check(magicube_sddmm_host(op_.get(), mask.get(), &a, &b, k, out, layout, epilogue));
+    detail::check(magicube_sddmm_host(op_.get(), &mask.header(), mask.data(), &a, &b, k, out, layout, epilogue));
   }
 
   const magicube_op *get() const { return op_.get(); }

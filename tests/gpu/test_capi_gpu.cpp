@@ -120,7 +120,7 @@ TEST(CApiGpu, SpmmDeviceOperandsAnyLayoutAnyN) {
           auto bsrc = as_dtype(bl == MAGICUBE_ROW_MAJOR ? b : transpose(b, k, n), c.b_dtype);
           std::vector<uint8_t> out(size_t(m * n * w), 0xab);
           const magicube_dense bd{bsrc.data(), c.b_dtype, bl}, cd{out.data(), magicube_dtype(out_dtype), cl};
-          ASSERT_EQ(magicube_spmm_host(op.op, pa.p, &bd, n, &cd, magicube::is_float(s.out) ? &ce : nullptr),
+          ASSERT_EQ(magicube_spmm_host(op.op, magicube_packed_get_header(pa.p), magicube_packed_data(pa.p), &bd, n, &cd, magicube::is_float(s.out) ? &ce : nullptr),
                     MAGICUBE_SUCCESS)
               << spec << ": " << magicube_last_error();
           for (int64_t i = 0; i < m; ++i)
@@ -169,7 +169,7 @@ TEST(CApiGpu, SddmmDeviceOperandsBothLayouts) {
           auto bsrc = as_dtype(bl == MAGICUBE_COL_MAJOR ? b : transpose(b, n, k), dt);
           std::vector<uint8_t> out(size_t(mask.num_vectors() * s.v * w));
           const magicube_dense ad{asrc.data(), dt, al}, bd{bsrc.data(), dt, bl};
-          ASSERT_EQ(magicube_sddmm_host(op.op, pm.p, &ad, &bd, k, out.data(), MAGICUBE_BCRS,
+          ASSERT_EQ(magicube_sddmm_host(op.op, magicube_packed_get_header(pm.p), magicube_packed_data(pm.p), &ad, &bd, k, out.data(), MAGICUBE_BCRS,
                                         magicube::is_float(s.out) ? &ce : nullptr),
                     MAGICUBE_SUCCESS)
               << spec << ": " << magicube_last_error();
