@@ -224,6 +224,16 @@ def _framework(t):
                 "or use torch or CuPy tensors")
 
 
+def _default_stream(t, stream):
+    """The caller's stream, else the current stream of a torch or CuPy device tensor, else None."""
+    if stream is not None:
+        return stream
+    mod = type(t).__module__.split(".")[0]
+    if mod in ("torch", "cupy") and getattr(t, "is_cuda", mod == "cupy"):
+        return _current_stream(t)
+    return None
+
+
 def _current_stream(t):
     fw, dev = _framework(t)
     if fw == "torch":
@@ -284,6 +294,7 @@ def spmm(weight, b, *, b_layout="row", out_layout="row", row_scale=None, col_sca
     if op.is_sddmm:
         raise Error("weight: a packed SDDMM mask given to spmm")
     bl, cl = _layout(b_layout, "b_layout"), _layout(out_layout, "out_layout")
+    stream = _default_stream(b, stream)
     bv = _dlpack.view(b, "b", stream)
     if len(bv.shape) != 2:
         raise Error(f"b: a 2-D tensor is needed, got shape {bv.shape}")
@@ -308,8 +319,6 @@ def spmm(weight, b, *, b_layout="row", out_layout="row", row_scale=None, col_sca
         check(L.magicube_spmm_host(op._handle, byref(weight.header), weight.blob.ctypes.data, byref(bd), n, byref(cd),
                                    byref(epi)))
         return _host_output(raw, odt, oshape)
-    if stream is None:
-        stream = _current_stream(b)
     blob = weight.device_blob(b)
     bd = _lib.Dense(bv.ptr, bv.dtype, bl)
     if out is None:
@@ -345,6 +354,7 @@ def sddmm(mask, a, b, *, a_layout="row", b_layout="col", out_layout="bcrs", row_
         raise Error("mask: a packed SpMM weight given to sddmm")
     al, bl = _layout(a_layout, "a_layout"), _layout(b_layout, "b_layout")
     ol = _layout(out_layout, "out_layout", _SPARSE_LAYOUTS)
+    stream = _default_stream(a, stream)
     av, bv = _dlpack.view(a, "a", stream), _dlpack.view(b, "b", stream)
     m, n = mask.rows, mask.cols
     for v, name in ((av, "a"), (bv, "b")):
@@ -369,8 +379,6 @@ def sddmm(mask, a, b, *, a_layout="row", b_layout="col", out_layout="bcrs", row_
         check(L.magicube_sddmm_host(op._handle, byref(mask.header), mask.blob.ctypes.data, byref(ad), byref(bd), k,
                                     raw.ctypes.data, ol, byref(epi)))
         return _host_output(raw, odt, (count.value,))
-    if stream is None:
-        stream = _current_stream(a)
     blob = mask.device_blob(a)
     if out is None:
         out = _empty(a, (count.value,), odt)

@@ -94,4 +94,5 @@ def test_sparse_linear_matches_a_reference_and_compiles(gpu):
     diff = (y.double() - ref).abs() / ref.abs().clamp(min=1e-3)
     assert diff.max() <= 2 ** -8  # one rounding to bf16
     compiled = torch.compile(layer, fullgraph=True)
-    assert torch.equal(compiled(x), y)
+    # Inductor may fuse the per-token quantization differently (ties of x / scale): close, not equal.
+    torch.testing.assert_close(compiled(x).float(), y.float(), rtol=0.02, atol=0.02 * float(y.abs().max()))
