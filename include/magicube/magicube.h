@@ -44,7 +44,8 @@
  * cudaStream_t; NULL = the legacy default stream), never synchronize and never allocate: any
  * repacking of B (chunk planes, padding to the kernel's pitch, transposes) and of the output
  * happens on that stream in the caller's workspace. A run can be captured in a CUDA graph
- * once the op's kernels are loaded: run it once (or call magicube_op_load) before capturing.
+ * once its kernels are loaded: run it once with the same operand layouts and dtypes before
+ * capturing (magicube_op_load loads the op's main kernel only, not the repack kernels).
  * The first run of an op compiles its kernels (NVRTC, through the memory and disk caches).
  */
 #ifndef MAGICUBE_MAGICUBE_H
