@@ -843,6 +843,18 @@ int magicube_output_elements(const magicube_packed_header *header, int64_t n_or_
   });
 }
 
+int magicube_output_bytes(const magicube_op *op, const magicube_packed_header *header, int64_t n_or_layout,
+                          size_t *bytes) {
+  int64_t elements = 0;
+  if (int s = magicube_output_elements(header, n_or_layout, &elements)) return s;
+  return guarded([&] {
+    require(op, "op");
+    require(bytes, "bytes");
+    check_header_for(*op, *header);
+    *bytes = size_t(elements) * magicube::stored_bytes(op->spec().out);
+  });
+}
+
 int magicube_spmm_host(const magicube_op *op, const magicube_packed_header *header, const void *a_packed,
                        const magicube_dense *b, int64_t n, const magicube_dense *c, const magicube_epilogue *epilogue) {
   return guarded([&] {

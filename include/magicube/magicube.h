@@ -281,6 +281,9 @@ MAGICUBE_API int magicube_sddmm_run(const magicube_op *op, const magicube_packed
  * (n_or_layout = the layout). Multiply by MAGICUBE_QUERY_OUTPUT_ELEMENT_BYTES for bytes. */
 MAGICUBE_API int magicube_output_elements(const magicube_packed_header *header, int64_t n_or_layout,
                                           int64_t *elements);
+/* The same in bytes of the op's output type (the size of the caller's output buffer). */
+MAGICUBE_API int magicube_output_bytes(const magicube_op *op, const magicube_packed_header *header,
+                                       int64_t n_or_layout, size_t *bytes);
 
 /* ---- host in, host out (tests, small problems) ------------------------------------------- */
 

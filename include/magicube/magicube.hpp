@@ -173,6 +173,12 @@ class Op {
             void *stream) const {
     detail::check(magicube_spmm_run(op_.get(), &a, a_device, &b, n, &c, epilogue, workspace, workspace_bytes, stream));
   }
+  // Bytes of the output buffer: SpMM (n_or_layout = N), SDDMM (n_or_layout = a magicube_sparse_layout).
+  size_t output_bytes(const magicube_packed_header &packed, int64_t n_or_layout) const {
+    size_t bytes = 0;
+    detail::check(magicube_output_bytes(op_.get(), &packed, n_or_layout, &bytes));
+    return bytes;
+  }
   size_t sddmm_workspace_bytes(const magicube_packed_header &mask, const magicube_dense &a, const magicube_dense &b,
                                int64_t k) const {
     size_t bytes = 0;

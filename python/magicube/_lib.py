@@ -141,6 +141,7 @@ def _declare(lib):
     fn("magicube_sddmm_run", c_int, c_void_p, POINTER(PackedHeader), c_void_p, POINTER(Dense), POINTER(Dense),
        c_int64, c_void_p, c_int, POINTER(Epilogue), c_void_p, c_size_t, c_void_p)
     fn("magicube_output_elements", c_int, POINTER(PackedHeader), c_int64, POINTER(c_int64))
+    fn("magicube_output_bytes", c_int, c_void_p, POINTER(PackedHeader), c_int64, POINTER(c_size_t))
     fn("magicube_spmm_host", c_int, c_void_p, POINTER(PackedHeader), c_void_p, POINTER(Dense), c_int64, POINTER(Dense),
        POINTER(Epilogue))
     fn("magicube_sddmm_host", c_int, c_void_p, POINTER(PackedHeader), c_void_p, POINTER(Dense), POINTER(Dense), c_int64,

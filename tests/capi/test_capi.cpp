@@ -260,6 +260,11 @@ TEST(CApi, PackWritesASelfDescribingBlob) {
   EXPECT_EQ(elems, mask.header().num_slots * 8);
   EXPECT_EQ(magicube_output_elements(&p.header(), 7, &elems), MAGICUBE_SUCCESS);
   EXPECT_EQ(elems, 24 * 7);
+  EXPECT_EQ(op.output_bytes(p.header(), 7), 24u * 7 * 4);
+  magicube::Op f16("sddmm.s8xs8.v8.f16+rc.sm_90");
+  EXPECT_EQ(f16.output_bytes(f16.pack(magicube::dense_matrix(w.data(), 24, 40)).header(), MAGICUBE_BCRS), 32u * 2);
+  size_t bytes = 0;
+  EXPECT_EQ(magicube_output_bytes(op.get(), &mask.header(), MAGICUBE_BCRS, &bytes), MAGICUBE_ERROR_INVALID);
 }
 
 TEST(CApi, WorkspaceSizes) {
