@@ -72,7 +72,13 @@ _lib_def.define("sddmm(Tensor packed, int[] header, Tensor a, Tensor b, str spec
                 "bool b_transposed, bool srbcrs, float alpha, Tensor? row_scale, Tensor? col_scale) -> Tensor")
 
 
+def _same_device(t, like, name):
+    if t.device != like.device:
+        raise Error(f"{name}: on {t.device}, but the operands are on {like.device} (move it with .to())")
+
+
 def _spmm_cuda(packed, header, b, spec, candidate, b_transposed, out_transposed, alpha, row_scale, col_scale, bias):
+    _same_device(packed, b, "packed")
     h = _lib.PackedHeader.from_list(header)
     m = h.rows
     b = b.contiguous()
@@ -103,6 +109,8 @@ def _spmm_fake(packed, header, b, spec, candidate, b_transposed, out_transposed,
 
 
 def _sddmm_cuda(packed, header, a, b, spec, candidate, a_transposed, b_transposed, srbcrs, alpha, row_scale, col_scale):
+    _same_device(packed, a, "packed")
+    _same_device(b, a, "b")
     h = _lib.PackedHeader.from_list(header)
     a, b = a.contiguous(), b.contiguous()
     k = a.shape[0] if a_transposed else a.shape[1]
@@ -212,9 +220,11 @@ class SparseLinear(torch.nn.Module):
         packed = _api.pack_weight(weight_q.detach().cpu().numpy(), spec, n=n_hint)
         self.spec, self.candidate, self.header = packed.op.spec, packed.op.candidate, tuple(packed.header_list)
         self.out_dtype = out_dtype
-        self.register_buffer("packed", torch.from_numpy(packed.blob.copy()))
-        self.register_buffer("weight_scale", weight_scale.detach().float().reshape(-1).clone())
-        self.register_buffer("bias", None if bias is None else bias.detach().float().reshape(-1).clone())
+        # Every buffer on the weight's device (.to()/.cuda() move them together later).
+        dev = weight_q.device
+        self.register_buffer("packed", torch.from_numpy(packed.blob.copy()).to(dev))
+        self.register_buffer("weight_scale", weight_scale.detach().float().reshape(-1).to(dev, copy=True))
+        self.register_buffer("bias", None if bias is None else bias.detach().float().reshape(-1).to(dev, copy=True))
         if self.weight_scale.numel() != self.out_features:
             raise Error(f"weight_scale: {self.weight_scale.numel()} values, expected {self.out_features}")
 

@@ -55,3 +55,16 @@ def test_sparse_linear_on_the_cpu_packs_and_traces():
     with FakeTensorMode(allow_non_fake_inputs=True):
         y = layer(torch.empty(3, 7, 64))
     assert y.shape == (3, 7, 24) and y.dtype == torch.bfloat16
+
+
+def test_sparse_linear_traces_as_one_graph():
+    # What torch.compile(fullgraph=True) needs: Dynamo captures the whole forward, the custom op
+    # included, through its fake implementation (no GPU: strict torch.export runs Dynamo).
+    torch.manual_seed(2)
+    lin = torch.nn.Linear(64, 24)
+    layer = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.7, v=8, arch="sm_90")
+    ep = torch.export.export(layer, (torch.randn(5, 64),), strict=True)
+    ops = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert torch.ops.magicube.spmm.default in ops
+    out = [n for n in ep.graph.nodes if n.op == "output"][0].args[0][0].meta["val"]
+    assert tuple(out.shape) == (5, 24) and out.dtype == torch.bfloat16
