@@ -291,14 +291,23 @@ llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
   return b;
 }
 
+DeviceBuffer DeviceBuffer::view(CUdeviceptr ptr, size_t bytes) {
+  DeviceBuffer b;
+  b.ptr_ = ptr;
+  b.bytes_ = bytes;
+  b.owned_ = false;
+  return b;
+}
+
 DeviceBuffer::DeviceBuffer(DeviceBuffer &&o) noexcept
-    : ptr_(std::exchange(o.ptr_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
+    : ptr_(std::exchange(o.ptr_, 0)), bytes_(std::exchange(o.bytes_, 0)), owned_(std::exchange(o.owned_, true)) {}
 
 DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {
   if (this != &o) {
     release();
     ptr_ = std::exchange(o.ptr_, 0);
     bytes_ = std::exchange(o.bytes_, 0);
+    owned_ = std::exchange(o.owned_, true);
   }
   return *this;
 }
@@ -306,6 +315,7 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&o) noexcept {
 DeviceBuffer::~DeviceBuffer() { release(); }
 
 void DeviceBuffer::release() {
+  if (!owned_) ptr_ = 0, bytes_ = 0, owned_ = true;
   if (!ptr_) return;
   if (auto e = CU(cuMemFree, ptr_))
     log().warn("cuda: freeing {} bytes of device memory: {}", bytes_, llvm::toString(std::move(e)));

@@ -123,6 +123,9 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   static llvm::Expected<DeviceBuffer> allocate(size_t bytes);
+  // A view of `bytes` bytes of device memory owned elsewhere (a caller's pointer): the
+  // operations work on it as on any buffer, but it is never freed here.
+  static DeviceBuffer view(CUdeviceptr ptr, size_t bytes);
   template <class T>
   static llvm::Expected<DeviceBuffer> from(const std::vector<T> &host);
   DeviceBuffer(DeviceBuffer &&other) noexcept;
@@ -150,6 +153,7 @@ class DeviceBuffer {
   void release();
   CUdeviceptr ptr_ = 0;
   size_t bytes_ = 0;
+  bool owned_ = true;
 };
 
 // A loaded module (cuModuleLoadData of a cubin, or of NUL-terminated PTX). Move-only.

@@ -6,13 +6,13 @@ set -u
 bin=${1:?usage: gpu_check.sh BIN_DIR [DLMC_DIR]}
 out=${OUT:-gpu-check-logs}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$bin/../lib:${LD_LIBRARY_PATH:-}
 export MAGICUBE_CACHE_DIR=${MAGICUBE_CACHE_DIR:-/tmp/magicube-gpu-check}
 [ -n "${2:-}" ] && export MAGICUBE_DLMC_DIR=$2
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 date -u | tee -a "$out/gpu.txt"
 status=0
-for t in test_cuda_driver test_spmm_gpu test_sddmm_gpu test_epilogue_gpu test_api test_cli test_autotune; do
+for t in test_cuda_driver test_spmm_gpu test_sddmm_gpu test_epilogue_gpu test_api test_cli test_autotune test_capi test_capi_gpu; do
   [ -x "$bin/$t" ] || continue
   MAGICUBE_CLI_PATH="$bin/magicube" "$bin/$t" > "$out/$t.log" 2>&1
   rc=$?

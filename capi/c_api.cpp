@@ -1,0 +1,938 @@
+// The C ABI (include/magicube/magicube.h) over the library's C++ API (runtime/magicube.h):
+// handles own an Spmm/Sddmm and a packed blob; device operands are the caller's pointers,
+// wrapped in non-owning DeviceBuffer views; B (and SDDMM's A) are repacked on the caller's
+// stream by capi/repack. Every entry point catches everything: status + thread-local message.
+#include "magicube/magicube.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capi/repack.h"
+#include "compiler/codegen.h"
+#include "compiler/planner.h"
+#include "runtime/dispatch.h"
+#include "runtime/magicube.h"
+
+using magicube::Error;
+using Kind = magicube::Error::Kind;
+namespace capi = magicube::capi;
+
+// ---- handles --------------------------------------------------------------------------------
+
+struct magicube_op {
+  std::optional<magicube::Spmm> spmm;
+  std::optional<magicube::Sddmm> sddmm;
+  int device = 0;
+  int candidate = -1;
+  const magicube::Plan &plan() const { return spmm ? spmm->plan() : sddmm->plan(); }
+  const magicube::OpSpec &spec() const { return plan().spec; }
+  const std::string &chosen_by() const { return spmm ? spmm->chosen_by() : sddmm->chosen_by(); }
+  void load() const { spmm ? spmm->load() : sddmm->load(); }
+};
+
+struct magicube_packed {
+  std::vector<uint8_t> bytes;  // header first
+  magicube_packed_header header;
+};
+
+namespace {
+
+// ---- errors ---------------------------------------------------------------------------------
+
+thread_local std::string t_last_error;
+
+// A failure that is not a magicube::Error: a status of its own.
+struct StatusError {
+  int status;
+  std::string message;
+};
+
+[[noreturn]] void invalid(const std::string &msg) { throw Error(Kind::Invalid, msg); }
+
+int status_of(Kind k) {
+  switch (k) {
+    case Kind::Invalid: return MAGICUBE_ERROR_INVALID;
+    case Kind::Compile: return MAGICUBE_ERROR_COMPILE;
+    case Kind::Cuda: return MAGICUBE_ERROR_CUDA;
+    case Kind::NoGpu: return MAGICUBE_ERROR_NO_GPU;
+  }
+  return MAGICUBE_ERROR_INTERNAL;
+}
+
+template <class F>
+int guarded(F &&f) noexcept {
+  try {
+    f();
+    return MAGICUBE_SUCCESS;
+  } catch (const Error &e) {
+    t_last_error = e.what();
+    return status_of(e.kind());
+  } catch (const StatusError &e) {
+    t_last_error = e.message;
+    return e.status;
+  } catch (const std::bad_alloc &) {
+    t_last_error = "out of host memory";
+    return MAGICUBE_ERROR_INTERNAL;
+  } catch (const std::exception &e) {
+    t_last_error = std::string("internal error: ") + e.what();
+    return MAGICUBE_ERROR_INTERNAL;
+  } catch (...) {
+    t_last_error = "internal error: unknown exception";
+    return MAGICUBE_ERROR_INTERNAL;
+  }
+}
+
+template <class T>
+T take(llvm::Expected<T> v, Kind kind) {
+  if (!v) throw Error::from(v.takeError(), kind);
+  return std::move(*v);
+}
+void check(llvm::Error e, Kind kind) {
+  if (e) throw Error::from(std::move(e), kind);
+}
+
+void write_text(const std::string &s, char *buf, size_t cap, size_t *needed) {
+  if (needed) *needed = s.size() + 1;
+  if (!buf && cap == 0) return;
+  if (!buf) invalid("buf: NULL with cap " + std::to_string(cap) + " (pass cap 0 to ask the size)");
+  if (cap < s.size() + 1) {
+    if (cap > 0) {
+      std::memcpy(buf, s.data(), cap - 1);
+      buf[cap - 1] = '\0';
+    }
+    throw StatusError{MAGICUBE_ERROR_BUFFER_TOO_SMALL, "buf: " + std::to_string(cap) + " bytes are too small for " +
+                                                           std::to_string(s.size() + 1) + " (see *needed)"};
+  }
+  std::memcpy(buf, s.c_str(), s.size() + 1);
+}
+
+template <class P>
+void require(const P *p, const char *name) {
+  if (!p) invalid(std::string(name) + ": NULL");
+}
+
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// ---- the device context -----------------------------------------------------------------------
+
+// The primary context of `device` (the one the API's classes and the CUDA runtime use),
+// retained on first use and made current on the calling thread.
+const magicube::Context &device_context(int device) {
+  static std::mutex mu;
+  static auto &contexts = *new std::map<int, std::unique_ptr<magicube::Context>>();  // never destroyed
+  const magicube::Context *ctx = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = contexts.find(device);
+    if (it == contexts.end()) {
+      std::string why = magicube::no_gpu_reason();
+      if (!why.empty()) throw Error(Kind::NoGpu, "no GPU: " + why);
+      auto c = take(magicube::Context::create(device), Kind::Cuda);
+      it = contexts.emplace(device, std::make_unique<magicube::Context>(std::move(c))).first;
+    }
+    ctx = it->second.get();
+  }
+  check(ctx->make_current(), Kind::Cuda);
+  return *ctx;
+}
+
+// ---- host matrices --------------------------------------------------------------------------
+
+const char *dtype_name(int t) {
+  switch (t) {
+    case MAGICUBE_INT8: return "int8";
+    case MAGICUBE_UINT8: return "uint8";
+    case MAGICUBE_INT16: return "int16";
+    case MAGICUBE_UINT16: return "uint16";
+    case MAGICUBE_INT32: return "int32";
+    case MAGICUBE_INT64: return "int64";
+    case MAGICUBE_FLOAT32: return "float32";
+    case MAGICUBE_FLOAT16: return "float16";
+    case MAGICUBE_BFLOAT16: return "bfloat16";
+  }
+  return "unknown";
+}
+
+
+template <class F>
+void with_int_type(int dtype, F &&f) {
+  switch (dtype) {
+    case MAGICUBE_INT8: return f(int8_t{});
+    case MAGICUBE_UINT8: return f(uint8_t{});
+    case MAGICUBE_INT16: return f(int16_t{});
+    case MAGICUBE_UINT16: return f(uint16_t{});
+    case MAGICUBE_INT32: return f(int32_t{});
+    case MAGICUBE_INT64: return f(int64_t{});
+  }
+  invalid(std::string("values: dtype ") + dtype_name(dtype) + " (" + std::to_string(dtype) +
+          ") is not an integer type (allowed: int8, uint8, int16, uint16, int32, int64)");
+}
+
+// The matrix as V x 1 vectors. need_values: the values are required (packing A).
+magicube::VectorSparse to_vector_sparse(const magicube_matrix &m, int v, bool need_values) {
+  if (m.rows < 0 || m.cols < 0 || m.rows > INT32_MAX || m.cols > INT32_MAX)
+    invalid("matrix: shape " + std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+            " is not allowed (allowed: 0..2^31-1 each)");
+  magicube::VectorSparse a;
+  a.rows = m.rows;
+  a.cols = m.cols;
+  a.v = v;
+  const int64_t nb = (m.rows + v - 1) / v;
+  if (!m.block_ptr) {  // dense
+    if (!m.values) invalid("matrix: values is NULL (a dense matrix needs its rows * cols values)");
+    with_int_type(m.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T *x = static_cast<const T *>(m.values);
+      a.block_ptr.reserve(size_t(nb) + 1);
+      a.block_ptr.push_back(0);
+      for (int64_t b = 0; b < nb; ++b) {
+        for (int64_t c = 0; c < m.cols; ++c) {
+          bool nz = false;
+          for (int r = 0; r < v && !nz; ++r)
+            if (b * v + r < m.rows && x[(b * v + r) * m.cols + c] != 0) nz = true;
+          if (!nz) continue;
+          a.col.push_back(int32_t(c));
+          for (int r = 0; r < v; ++r) a.values.push_back(b * v + r < m.rows ? int64_t(x[(b * v + r) * m.cols + c]) : 0);
+        }
+        a.block_ptr.push_back(int64_t(a.col.size()));
+      }
+    });
+    return a;
+  }
+  if (m.v != v) invalid("matrix: V=" + std::to_string(m.v) + " but the spec has V=" + std::to_string(v));
+  require(m.col, "matrix.col");
+  if (m.block_ptr[0] != 0) invalid("matrix: block_ptr[0] is " + std::to_string(m.block_ptr[0]) + ", expected 0");
+  for (int64_t b = 0; b < nb; ++b) {
+    if (m.block_ptr[b + 1] < m.block_ptr[b]) invalid("matrix: block_ptr decreases at row-block " + std::to_string(b));
+    for (int64_t i = m.block_ptr[b]; i < m.block_ptr[b + 1]; ++i)
+      if (m.col[i] < 0 || m.col[i] >= m.cols || (i > m.block_ptr[b] && m.col[i] <= m.col[i - 1]))
+        invalid("matrix: vector " + std::to_string(i) + " of row-block " + std::to_string(b) + " has column " +
+                std::to_string(m.col[i]) + " (columns must be in [0, " + std::to_string(m.cols) +
+                ") and increasing within a row-block)");
+  }
+  const int64_t nv = m.block_ptr[nb];
+  a.block_ptr.assign(m.block_ptr, m.block_ptr + nb + 1);
+  a.col.assign(m.col, m.col + nv);
+  if (m.values) {
+    with_int_type(m.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T *x = static_cast<const T *>(m.values);
+      a.values.assign(x, x + nv * v);
+    });
+    for (int64_t b = 0; b < nb; ++b)  // rows past M are 0 by definition
+      for (int r = 0; r < v; ++r)
+        if (b * v + r >= m.rows)
+          for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i) a.values[size_t(i * v + r)] = 0;
+  } else {
+    if (need_values) invalid("matrix: values is NULL (packing A needs its values)");
+    a.values.assign(size_t(nv * v), 0);
+  }
+  return a;
+}
+
+// ---- packed blobs ---------------------------------------------------------------------------
+
+constexpr int64_t kBlobAlign = 256;
+
+struct BlobBuilder {
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(MAGICUBE_PACKED_HEADER_BYTES, 0);
+  template <class T>
+  int64_t add(const std::vector<T> &v) {
+    const int64_t off = round_up(int64_t(bytes.size()), kBlobAlign);
+    bytes.resize(size_t(off) + v.size() * sizeof(T));
+    if (!v.empty()) std::memcpy(bytes.data() + off, v.data(), v.size() * sizeof(T));
+    return off;
+  }
+};
+
+int64_t fingerprint_of(const magicube::Plan &p) {
+  const uint64_t f = magicube::fingerprint(p);
+  int64_t out;
+  std::memcpy(&out, &f, 8);
+  return out;
+}
+
+void check_header(const magicube_packed_header &h, size_t bytes_available) {
+  if (h.magic != MAGICUBE_PACKED_MAGIC) invalid("packed: not a magicube packed blob (bad magic)");
+  if (h.format_version != 1)
+    invalid("packed: format version " + std::to_string(h.format_version) + " (this library reads version 1)");
+  if (h.total_bytes < MAGICUBE_PACKED_HEADER_BYTES || (bytes_available && size_t(h.total_bytes) > bytes_available))
+    invalid("packed: the header says " + std::to_string(h.total_bytes) + " bytes but " +
+            std::to_string(bytes_available) + " are given");
+  if (h.op != 0 && h.op != 1) invalid("packed: op " + std::to_string(h.op) + " (allowed: 0 spmm, 1 sddmm)");
+  if (h.num_planes < 0 || h.num_planes > 4) invalid("packed: " + std::to_string(h.num_planes) + " planes (allowed: 0..4)");
+  auto in = [&](int64_t off, int64_t n, const char *what) {
+    if (off < MAGICUBE_PACKED_HEADER_BYTES || n < 0 || off + n > h.total_bytes)
+      invalid(std::string("packed: ") + what + " lies outside the blob");
+  };
+  in(h.row_ptr_offset, 8 * h.num_blocks, "row_ptr");
+  in(h.col_idx_offset, 4 * h.num_slots, "col_idx");
+  if (h.op == 1) in(h.bcrs_ptr_offset, 8 * (h.num_blocks + 1), "bcrs_ptr");
+  for (int64_t j = 0; j < h.num_planes; ++j) in(h.plane_offset[j], h.plane_bytes[j], "a plane");
+}
+
+// The header must be one this op packed.
+void check_header_for(const magicube_op &op, const magicube_packed_header &h) {
+  check_header(h, 0);
+  const bool sddmm = op.sddmm.has_value();
+  if (h.op != (sddmm ? 1 : 0))
+    invalid(std::string("packed: a packed ") + (h.op ? "SDDMM mask" : "SpMM A") + " given to an " +
+            (sddmm ? "SDDMM" : "SpMM") + " op");
+  if (h.plan_fingerprint != fingerprint_of(op.plan()))
+    invalid("packed: packed for another plan than this op's (" + magicube::to_string(op.spec()) +
+            "): pack it with this op");
+}
+
+// ---- device operands -------------------------------------------------------------------------
+
+int64_t dtype_bytes(int t) {
+  switch (t) {
+    case MAGICUBE_INT8: case MAGICUBE_UINT8: return 1;
+    case MAGICUBE_INT16: case MAGICUBE_UINT16: case MAGICUBE_FLOAT16: case MAGICUBE_BFLOAT16: return 2;
+    case MAGICUBE_INT32: case MAGICUBE_FLOAT32: return 4;
+    case MAGICUBE_INT64: return 8;
+  }
+  return 0;
+}
+
+int output_dtype(magicube::OutType t) {
+  switch (t) {
+    case magicube::OutType::Int32: return MAGICUBE_INT32;
+    case magicube::OutType::Int64: return MAGICUBE_INT64;
+    case magicube::OutType::F32: return MAGICUBE_FLOAT32;
+    case magicube::OutType::F16: return MAGICUBE_FLOAT16;
+    case magicube::OutType::BF16: return MAGICUBE_BFLOAT16;
+  }
+  return 0;
+}
+
+// The source type of an integer operand of type `t` given as `dtype`; refuses a dtype that
+// cannot hold t's range.
+capi::SrcType src_type(int dtype, const magicube::ElemType &t, const char *name) {
+  int64_t lo = 0, hi = 0;
+  capi::SrcType s = capi::SrcType::I32;
+  switch (dtype) {
+    case MAGICUBE_INT8: lo = -128, hi = 127, s = capi::SrcType::I8; break;
+    case MAGICUBE_UINT8: lo = 0, hi = 255, s = capi::SrcType::U8; break;
+    case MAGICUBE_INT16: lo = -32768, hi = 32767, s = capi::SrcType::I16; break;
+    case MAGICUBE_UINT16: lo = 0, hi = 65535, s = capi::SrcType::U16; break;
+    case MAGICUBE_INT32: lo = INT32_MIN, hi = INT32_MAX, s = capi::SrcType::I32; break;
+    default:
+      invalid(std::string(name) + ": dtype " + dtype_name(dtype) +
+              " is not allowed for a device operand (allowed: int8, uint8, int16, uint16, int32)");
+  }
+  if (t.min_value() < lo || t.max_value() > hi)
+    invalid(std::string(name) + ": dtype " + dtype_name(dtype) + " cannot hold the spec's " + t.str() + " values [" +
+            std::to_string(t.min_value()) + ", " + std::to_string(t.max_value()) + "]");
+  return s;
+}
+
+void check_layout(int layout, const char *name) {
+  if (layout != MAGICUBE_ROW_MAJOR && layout != MAGICUBE_COL_MAJOR)
+    invalid(std::string(name) + ": layout " + std::to_string(layout) + " (allowed: 0 row-major, 1 col-major)");
+}
+
+void check_aligned(const void *p, int64_t align, const char *name) {
+  if (reinterpret_cast<uintptr_t>(p) % uintptr_t(align) != 0)
+    invalid(std::string(name) + ": the address is not aligned to " + std::to_string(align) + " bytes");
+}
+
+// Where the operands of one run live in the workspace.
+struct WorkspacePlan {
+  int64_t bytes = 0;
+  int64_t take(int64_t n) {
+    const int64_t off = round_up(bytes, kBlobAlign);
+    bytes = off + n;
+    return off;
+  }
+};
+
+// A single 8-bit chunk at bit 0 of a 1-byte type: the plane is the values' bytes.
+bool byte_identity(const std::vector<magicube::Chunk> &chunks, int dtype) {
+  return chunks.size() == 1 && chunks[0].lo_bit == 0 && chunks[0].bits == 8 && chunks[0].storage_bits == 8 &&
+         dtype_bytes(dtype) == 1;
+}
+
+struct SpmmLayout {
+  bool b_in_place = false;
+  capi::RepackGeometry g;
+  capi::SrcType src = capi::SrcType::I8;
+  std::vector<int64_t> plane_off;
+  bool c_transpose = false;
+  int64_t c_off = 0;
+  WorkspacePlan ws;
+};
+
+SpmmLayout spmm_layout(const magicube_op &op, const magicube_packed_header &h, const magicube_dense &b, int64_t n,
+                       const magicube_dense &c) {
+  const magicube::Plan &p = op.plan();
+  if (n < 1) invalid("n: " + std::to_string(n) + " columns of B (allowed: >= 1)");
+  check_layout(b.layout, "b");
+  check_layout(c.layout, "c");
+  SpmmLayout l;
+  l.src = src_type(b.dtype, p.spec.rhs, "b");
+  if (c.dtype != output_dtype(p.spec.out))
+    invalid(std::string("c: dtype ") + dtype_name(c.dtype) + " but the op's output is " +
+            dtype_name(output_dtype(p.spec.out)) + " (" + magicube::to_string(p.spec) + ")");
+  const int64_t k = h.cols;
+  l.b_in_place = !p.spec.resident && b.layout == MAGICUBE_ROW_MAJOR && n % magicube::kLdbAlign == 0 &&
+                 byte_identity(p.rhs, b.dtype) && reinterpret_cast<uintptr_t>(b.data) % 16 == 0;
+  l.g = capi::spmm_rhs_geometry(p, k, n, b.layout == MAGICUBE_COL_MAJOR);
+  if (!l.b_in_place)
+    for (size_t j = 0; j < l.g.chunks.size(); ++j) l.plane_off.push_back(l.ws.take(l.g.plane_bytes(j)));
+  l.c_transpose = c.layout == MAGICUBE_COL_MAJOR && n > 1 && h.rows > 1;
+  if (l.c_transpose) l.c_off = l.ws.take(h.rows * n * int64_t(magicube::stored_bytes(p.spec.out)));
+  return l;
+}
+
+struct SddmmLayout {
+  bool a_in_place = false, b_in_place = false;
+  capi::RepackGeometry ga, gb;
+  capi::SrcType sa = capi::SrcType::I8, sb = capi::SrcType::I8;
+  std::vector<int64_t> a_off, b_off;
+  WorkspacePlan ws;
+};
+
+SddmmLayout sddmm_layout(const magicube_op &op, const magicube_packed_header &h, const magicube_dense &a,
+                         const magicube_dense &b, int64_t k) {
+  const magicube::Plan &p = op.plan();
+  if (k < 1) invalid("k: " + std::to_string(k) + " is not a reduction length (allowed: >= 1)");
+  check_layout(a.layout, "a");
+  check_layout(b.layout, "b");
+  check(magicube::check_reduction_length(p, k), Kind::Invalid);
+  SddmmLayout l;
+  l.sa = src_type(a.dtype, p.spec.lhs, "a");
+  l.sb = src_type(b.dtype, p.spec.rhs, "b");
+  const int64_t m = h.rows, n = h.cols;
+  // In place: K-contiguous bytes whose pitch (K) the kernel accepts, A with whole row-blocks.
+  l.a_in_place = a.layout == MAGICUBE_ROW_MAJOR && k % 128 == 0 && m % p.spec.v == 0 && byte_identity(p.lhs, a.dtype) &&
+                 reinterpret_cast<uintptr_t>(a.data) % 16 == 0;
+  l.b_in_place = b.layout == MAGICUBE_COL_MAJOR && k % 128 == 0 && byte_identity(p.rhs, b.dtype) &&
+                 reinterpret_cast<uintptr_t>(b.data) % 16 == 0;
+  l.ga = capi::sddmm_lhs_geometry(p, m, k, a.layout == MAGICUBE_COL_MAJOR);
+  l.gb = capi::sddmm_rhs_geometry(p, k, n, b.layout == MAGICUBE_COL_MAJOR);
+  if (!l.a_in_place)
+    for (size_t j = 0; j < l.ga.chunks.size(); ++j) l.a_off.push_back(l.ws.take(l.ga.plane_bytes(j)));
+  if (!l.b_in_place)
+    for (size_t j = 0; j < l.gb.chunks.size(); ++j) l.b_off.push_back(l.ws.take(l.gb.plane_bytes(j)));
+  return l;
+}
+
+CUdeviceptr dptr(const void *p) { return CUdeviceptr(reinterpret_cast<uintptr_t>(p)); }
+using magicube::DeviceBuffer;
+
+// The float epilogue's vectors as views of the caller's device pointers.
+std::optional<magicube::DeviceEpilogue> device_epilogue(const magicube::OpSpec &s, const magicube_epilogue *e,
+                                                        int64_t m, int64_t n) {
+  if (!magicube::is_float(s.out)) {
+    if (e && (e->row_scale || e->col_scale || e->bias))
+      invalid(std::string("epilogue: scales and bias need a float output (out is ") + magicube::out_name(s.out) + ")");
+    return std::nullopt;
+  }
+  magicube::DeviceEpilogue d;
+  d.alpha = e ? e->alpha : 1.0f;
+  auto need = [&](const float *p, int64_t count, const char *what) {
+    if (!p)
+      invalid(std::string("epilogue: ") + what + " is NULL but the spec " + magicube::to_string(s) + " needs it");
+    check_aligned(p, 4, "epilogue");
+    return DeviceBuffer::view(dptr(p), size_t(count) * sizeof(float));
+  };
+  if (s.scale == magicube::Scale::RowCol) {
+    d.row_scale = need(e ? e->row_scale : nullptr, m, "row_scale");
+    d.col_scale = need(e ? e->col_scale : nullptr, n, "col_scale");
+  }
+  if (s.bias == magicube::Bias::Row) d.bias = need(e ? e->bias : nullptr, m, "bias (one per row)");
+  if (s.bias == magicube::Bias::Col) d.bias = need(e ? e->bias : nullptr, n, "bias (one per column)");
+  return d;
+}
+
+std::vector<CUdeviceptr> plane_ptrs(CUdeviceptr base, const std::vector<int64_t> &offsets) {
+  std::vector<CUdeviceptr> out;
+  for (int64_t o : offsets) out.push_back(base + CUdeviceptr(o));
+  return out;
+}
+
+void check_workspace(const WorkspacePlan &ws, const void *workspace, size_t bytes) {
+  if (int64_t(bytes) < ws.bytes)
+    invalid("workspace: " + std::to_string(bytes) + " bytes given, " + std::to_string(ws.bytes) +
+            " needed (see the _workspace_bytes function)");
+  if (ws.bytes > 0) {
+    require(workspace, "workspace");
+    check_aligned(workspace, kBlobAlign, "workspace");
+  }
+}
+
+void spmm_run(const magicube_op &op, const magicube_packed_header &h, const void *a_packed, const magicube_dense &b,
+              int64_t n, const magicube_dense &c, const magicube_epilogue *epilogue, void *workspace, size_t ws_bytes,
+              CUstream stream) {
+  check_header_for(op, h);
+  require(a_packed, "a_packed");
+  require(b.data, "b.data");
+  require(c.data, "c.data");
+  check_aligned(a_packed, 16, "a_packed");
+  SpmmLayout l = spmm_layout(op, h, b, n, c);
+  check_aligned(b.data, dtype_bytes(b.dtype), "b.data");
+  check_aligned(c.data, dtype_bytes(c.dtype), "c.data");
+  check_workspace(l.ws, workspace, ws_bytes);
+  const magicube::Plan &p = op.plan();
+  std::optional<magicube::DeviceEpilogue> de = device_epilogue(p.spec, epilogue, h.rows, n);
+  op.spmm->load();
+  const magicube::Context &ctx = device_context(op.device);
+  const CUdeviceptr a = dptr(a_packed), ws = dptr(workspace);
+
+  magicube::DeviceLhs dl;
+  dl.row_ptr = DeviceBuffer::view(a + h.row_ptr_offset, size_t(8 * h.num_blocks));
+  dl.col_idx = DeviceBuffer::view(a + h.col_idx_offset, size_t(4 * h.num_slots));
+  for (int64_t j = 0; j < h.num_planes; ++j)
+    dl.planes.push_back(DeviceBuffer::view(a + h.plane_offset[j], size_t(h.plane_bytes[j])));
+  dl.rows = h.rows, dl.cols = h.cols, dl.num_blocks = h.num_blocks, dl.max_block_length = h.max_block_length;
+
+  magicube::DeviceRhs dr;
+  dr.k = h.cols, dr.n = n;
+  if (l.b_in_place) {
+    dr.ldb = n;
+    dr.planes.push_back(DeviceBuffer::view(dptr(b.data), size_t(h.cols * n)));
+  } else {
+    dr.ldb = l.g.pitch;
+    const auto planes = plane_ptrs(ws, l.plane_off);
+    check(capi::repack_on_device(ctx, l.g, l.src, dptr(b.data), planes, stream), Kind::Cuda);
+    for (size_t j = 0; j < planes.size(); ++j)
+      dr.planes.push_back(DeviceBuffer::view(planes[j], size_t(l.g.plane_bytes(j))));
+  }
+  const CUdeviceptr target = l.c_transpose ? ws + CUdeviceptr(l.c_off) : dptr(c.data);
+  op.spmm->run(dl, dr, target, stream, de ? &*de : nullptr);
+  if (l.c_transpose)
+    check(capi::transpose_on_device(ctx, int(magicube::stored_bytes(p.spec.out)), target, dptr(c.data), h.rows, n,
+                                    stream),
+          Kind::Cuda);
+}
+
+void sddmm_run(const magicube_op &op, const magicube_packed_header &h, const void *mask_packed,
+               const magicube_dense &a, const magicube_dense &b, int64_t k, void *out, int out_layout,
+               const magicube_epilogue *epilogue, void *workspace, size_t ws_bytes, CUstream stream) {
+  check_header_for(op, h);
+  require(mask_packed, "mask_packed");
+  require(a.data, "a.data");
+  require(b.data, "b.data");
+  require(out, "out");
+  check_aligned(mask_packed, 16, "mask_packed");
+  if (out_layout != MAGICUBE_BCRS && out_layout != MAGICUBE_SRBCRS)
+    invalid("out_layout: " + std::to_string(out_layout) + " (allowed: 0 BCRS, 1 SR-BCRS)");
+  SddmmLayout l = sddmm_layout(op, h, a, b, k);
+  check_aligned(a.data, dtype_bytes(a.dtype), "a.data");
+  check_aligned(b.data, dtype_bytes(b.dtype), "b.data");
+  const magicube::Plan &p = op.plan();
+  check_aligned(out, int64_t(magicube::stored_bytes(p.spec.out)), "out");
+  check_workspace(l.ws, workspace, ws_bytes);
+  std::optional<magicube::DeviceEpilogue> de = device_epilogue(p.spec, epilogue, h.rows, h.cols);
+  op.sddmm->load();
+  const magicube::Context &ctx = device_context(op.device);
+  const CUdeviceptr mp = dptr(mask_packed), ws = dptr(workspace);
+
+  magicube::DeviceMask dm;
+  dm.row_ptr = DeviceBuffer::view(mp + h.row_ptr_offset, size_t(8 * h.num_blocks));
+  dm.col_idx = DeviceBuffer::view(mp + h.col_idx_offset, size_t(4 * h.num_slots));
+  dm.bcrs_ptr = DeviceBuffer::view(mp + h.bcrs_ptr_offset, size_t(8 * (h.num_blocks + 1)));
+  dm.rows = h.rows, dm.cols = h.cols, dm.num_blocks = h.num_blocks, dm.max_block_length = h.max_block_length;
+  dm.num_slots = h.num_slots, dm.num_vectors = h.num_vectors, dm.stride = int(h.stride), dm.v = int(h.v);
+
+  auto dense = [&](bool in_place, const capi::RepackGeometry &g, capi::SrcType st, const std::vector<int64_t> &off,
+                   const void *src, int64_t in_place_rows) {
+    magicube::DeviceDense d;
+    d.k = k;
+    if (in_place) {
+      d.rows = in_place_rows;
+      d.ld = k;
+      d.planes.push_back(DeviceBuffer::view(dptr(src), size_t(in_place_rows * k)));
+      return d;
+    }
+    d.rows = g.rows;
+    d.ld = g.pitch;
+    const auto planes = plane_ptrs(ws, off);
+    check(capi::repack_on_device(ctx, g, st, dptr(src), planes, stream), Kind::Cuda);
+    for (size_t j = 0; j < planes.size(); ++j) d.planes.push_back(DeviceBuffer::view(planes[j], size_t(g.plane_bytes(j))));
+    return d;
+  };
+  magicube::DeviceDense da = dense(l.a_in_place, l.ga, l.sa, l.a_off, a.data, h.rows);
+  magicube::DeviceDense db = dense(l.b_in_place, l.gb, l.sb, l.b_off, b.data, h.cols);
+  op.sddmm->run(dm, da, db, dptr(out),
+                out_layout == MAGICUBE_BCRS ? magicube::SparseLayout::Bcrs : magicube::SparseLayout::SrBcrs, stream,
+                de ? &*de : nullptr);
+}
+
+magicube::SpmmOptions options_of(const magicube_op_options *o) {
+  magicube::SpmmOptions opts;
+  if (o) {
+    opts.candidate = o->candidate;
+    opts.device = o->device;
+  }
+  if (opts.candidate < -1) invalid("options.candidate: " + std::to_string(opts.candidate) + " (allowed: -1, 0, 1, ...)");
+  if (opts.device < 0) invalid("options.device: " + std::to_string(opts.device) + " is not a device ordinal");
+  return opts;
+}
+
+// Host copies for the _host convenience calls: a device buffer holding `bytes` from `src`.
+DeviceBuffer upload_bytes(const void *src, size_t bytes) {
+  DeviceBuffer b = take(DeviceBuffer::allocate(std::max<size_t>(bytes, 1)), Kind::Cuda);
+  if (bytes) check(b.upload_bytes(src, bytes), Kind::Cuda);
+  return b;
+}
+
+}  // namespace
+
+// ---- the ABI ---------------------------------------------------------------------------------
+
+extern "C" {
+
+const char *magicube_last_error(void) { return t_last_error.c_str(); }
+
+const char *magicube_status_name(int status) {
+  switch (status) {
+    case MAGICUBE_SUCCESS: return "success";
+    case MAGICUBE_ERROR_INVALID: return "invalid";
+    case MAGICUBE_ERROR_COMPILE: return "compile";
+    case MAGICUBE_ERROR_CUDA: return "cuda";
+    case MAGICUBE_ERROR_NO_GPU: return "no-gpu";
+    case MAGICUBE_ERROR_BUFFER_TOO_SMALL: return "buffer-too-small";
+    case MAGICUBE_ERROR_INTERNAL: return "internal";
+  }
+  return "unknown";
+}
+
+const char *magicube_version(void) { return MAGICUBE_VERSION_STRING; }
+
+int magicube_plan_describe(const char *spec, char *buf, size_t cap, size_t *needed) {
+  return guarded([&] {
+    require(spec, "spec");
+    magicube::OpSpec s = magicube::parse_spec(spec);
+    auto d = take(magicube::dispatch(s, nullptr, magicube::DeviceFacts::reference_for(s.arch)), Kind::Invalid);
+    write_text(d.plan.str(), buf, cap, needed);
+  });
+}
+
+int magicube_op_create(const char *spec, const magicube_matrix *matrix, int64_t n_or_k,
+                       const magicube_op_options *options, magicube_op **out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(spec, "spec");
+    const magicube::OpSpec s = magicube::parse_spec(spec);
+    const magicube::SpmmOptions opts = options_of(options);
+    auto op = std::make_unique<magicube_op>();
+    op->device = opts.device;
+    std::optional<magicube::VectorSparse> a;
+    if (matrix) a = to_vector_sparse(*matrix, s.v, false);
+    if (s.op == magicube::OpKind::SpMM) {
+      if (a) op->spmm.emplace(s, *a, n_or_k, opts);
+      else op->spmm.emplace(s, opts);
+    } else {
+      if (a) op->sddmm.emplace(s, *a, n_or_k, opts);
+      else op->sddmm.emplace(s, opts);
+    }
+    // Which candidate the chosen plan is, so that another process (or a binding that plans
+    // from the pinned spec) can name it.
+    if (auto cands = magicube::plan_candidates(op->spec())) {
+      const uint64_t f = magicube::fingerprint(op->plan());
+      for (size_t i = 0; i < cands->size(); ++i)
+        if (magicube::fingerprint((*cands)[i]) == f) {
+          op->candidate = int(i);
+          break;
+        }
+    } else {
+      llvm::consumeError(cands.takeError());
+    }
+    *out = op.release();
+  });
+}
+
+void magicube_op_destroy(magicube_op *op) { delete op; }
+
+int magicube_op_text(const magicube_op *op, int kind, char *buf, size_t cap, size_t *needed) {
+  return guarded([&] {
+    require(op, "op");
+    switch (kind) {
+      case MAGICUBE_TEXT_PLAN: return write_text(op->plan().str(), buf, cap, needed);
+      case MAGICUBE_TEXT_SPEC: return write_text(magicube::to_string(op->spec()), buf, cap, needed);
+      case MAGICUBE_TEXT_KERNEL: return write_text(op->plan().kernel_name(), buf, cap, needed);
+      case MAGICUBE_TEXT_CHOSEN_BY: return write_text(op->chosen_by(), buf, cap, needed);
+    }
+    invalid("kind: " + std::to_string(kind) + " (allowed: 0 plan, 1 spec, 2 kernel, 3 chosen by)");
+  });
+}
+
+int magicube_op_query(const magicube_op *op, int kind, int64_t *value) {
+  return guarded([&] {
+    require(op, "op");
+    require(value, "value");
+    const magicube::OpSpec &s = op->spec();
+    auto bits = [](const magicube::ElemType &t) { return int64_t(t.is_signed ? -t.bits : t.bits); };
+    switch (kind) {
+      case MAGICUBE_QUERY_OP: *value = op->sddmm ? 1 : 0; return;
+      case MAGICUBE_QUERY_V: *value = s.v; return;
+      case MAGICUBE_QUERY_LHS_BITS: *value = bits(s.lhs); return;
+      case MAGICUBE_QUERY_RHS_BITS: *value = bits(s.rhs); return;
+      case MAGICUBE_QUERY_OUTPUT_DTYPE: *value = output_dtype(s.out); return;
+      case MAGICUBE_QUERY_OUTPUT_ELEMENT_BYTES: *value = int64_t(magicube::stored_bytes(s.out)); return;
+      case MAGICUBE_QUERY_MAX_REDUCTION:
+        *value = op->spmm ? op->spmm->max_reduction_length() : op->sddmm->max_reduction_length();
+        return;
+      case MAGICUBE_QUERY_CANDIDATE: *value = op->candidate; return;
+      case MAGICUBE_QUERY_DEVICE: *value = op->device; return;
+      case MAGICUBE_QUERY_SCALE: *value = int64_t(s.scale); return;
+      case MAGICUBE_QUERY_BIAS: *value = int64_t(s.bias); return;
+    }
+    invalid("kind: " + std::to_string(kind) + " is not a query (allowed: 0..10)");
+  });
+}
+
+int magicube_op_load(const magicube_op *op) {
+  return guarded([&] {
+    require(op, "op");
+    op->load();
+  });
+}
+
+int magicube_pack(const magicube_op *op, const magicube_matrix *matrix, magicube_packed **out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(op, "op");
+    require(matrix, "matrix");
+    const magicube::Plan &p = op->plan();
+    magicube::VectorSparse a = to_vector_sparse(*matrix, p.spec.v, op->spmm.has_value());
+    auto packed = std::make_unique<magicube_packed>();
+    magicube_packed_header &h = packed->header;
+    std::memset(&h, 0, sizeof h);
+    h.magic = MAGICUBE_PACKED_MAGIC;
+    h.format_version = 1;
+    h.plan_fingerprint = fingerprint_of(p);
+    h.rows = a.rows, h.cols = a.cols, h.v = a.v;
+    BlobBuilder blob;
+    const magicube::SrBcrs *layout = nullptr;
+    magicube::HostLhs hl;
+    magicube::HostMask hm;
+    if (op->spmm) {
+      h.op = 0;
+      hl = op->spmm->pack_lhs(a);
+      layout = &hl.layout;
+      h.row_ptr_offset = blob.add(hl.packed.row_ptr);
+      h.col_idx_offset = blob.add(hl.packed.col_idx);
+      h.num_planes = int64_t(hl.packed.planes.size());
+      for (size_t j = 0; j < hl.packed.planes.size(); ++j) {
+        h.plane_offset[j] = blob.add(hl.packed.planes[j]);
+        h.plane_bytes[j] = int64_t(hl.packed.planes[j].size());
+      }
+    } else {
+      h.op = 1;
+      hm = op->sddmm->pack_mask(a);
+      layout = &hm.layout;
+      std::vector<int32_t> rp(hm.layout.row_ptr.begin(), hm.layout.row_ptr.end());
+      h.row_ptr_offset = blob.add(rp);
+      h.col_idx_offset = blob.add(hm.layout.col_idx);
+      h.bcrs_ptr_offset = blob.add(hm.pattern.block_ptr);
+    }
+    h.num_blocks = layout->num_blocks();
+    h.max_block_length = layout->max_block_length;
+    h.num_slots = layout->num_slots();
+    h.num_vectors = a.num_vectors();
+    h.stride = layout->stride;
+    blob.bytes.resize(size_t(round_up(int64_t(blob.bytes.size()), kBlobAlign)), 0);
+    h.total_bytes = int64_t(blob.bytes.size());
+    std::memcpy(blob.bytes.data(), &h, sizeof h);
+    packed->bytes = std::move(blob.bytes);
+    *out = packed.release();
+  });
+}
+
+void magicube_packed_destroy(magicube_packed *packed) { delete packed; }
+const void *magicube_packed_data(const magicube_packed *packed) { return packed ? packed->bytes.data() : nullptr; }
+size_t magicube_packed_bytes(const magicube_packed *packed) { return packed ? packed->bytes.size() : 0; }
+const magicube_packed_header *magicube_packed_get_header(const magicube_packed *packed) {
+  return packed ? &packed->header : nullptr;
+}
+
+int magicube_packed_read_header(const void *blob, size_t bytes, magicube_packed_header *out) {
+  return guarded([&] {
+    require(blob, "blob");
+    require(out, "out");
+    if (bytes < MAGICUBE_PACKED_HEADER_BYTES)
+      invalid("blob: " + std::to_string(bytes) + " bytes, shorter than the " +
+              std::to_string(MAGICUBE_PACKED_HEADER_BYTES) + "-byte header");
+    magicube_packed_header h;
+    std::memcpy(&h, blob, sizeof h);
+    check_header(h, bytes);
+    *out = h;
+  });
+}
+
+int magicube_spmm_workspace_bytes(const magicube_op *op, const magicube_packed_header *header,
+                                  const magicube_dense *b, int64_t n, const magicube_dense *c, size_t *bytes) {
+  return guarded([&] {
+    require(op, "op");
+    require(header, "header");
+    require(b, "b");
+    require(c, "c");
+    require(bytes, "bytes");
+    if (!op->spmm) invalid("op: an SDDMM op given to magicube_spmm_workspace_bytes");
+    check_header_for(*op, *header);
+    *bytes = size_t(spmm_layout(*op, *header, *b, n, *c).ws.bytes);
+  });
+}
+
+int magicube_spmm_run(const magicube_op *op, const magicube_packed_header *header, const void *a_packed,
+                      const magicube_dense *b, int64_t n, const magicube_dense *c, const magicube_epilogue *epilogue,
+                      void *workspace, size_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    require(op, "op");
+    require(header, "header");
+    require(b, "b");
+    require(c, "c");
+    if (!op->spmm) invalid("op: an SDDMM op given to magicube_spmm_run");
+    spmm_run(*op, *header, a_packed, *b, n, *c, epilogue, workspace, workspace_bytes, static_cast<CUstream>(stream));
+  });
+}
+
+int magicube_sddmm_workspace_bytes(const magicube_op *op, const magicube_packed_header *header,
+                                   const magicube_dense *a, const magicube_dense *b, int64_t k, size_t *bytes) {
+  return guarded([&] {
+    require(op, "op");
+    require(header, "header");
+    require(a, "a");
+    require(b, "b");
+    require(bytes, "bytes");
+    if (!op->sddmm) invalid("op: an SpMM op given to magicube_sddmm_workspace_bytes");
+    check_header_for(*op, *header);
+    *bytes = size_t(sddmm_layout(*op, *header, *a, *b, k).ws.bytes);
+  });
+}
+
+int magicube_sddmm_run(const magicube_op *op, const magicube_packed_header *header, const void *mask_packed,
+                       const magicube_dense *a, const magicube_dense *b, int64_t k, void *out, int out_layout,
+                       const magicube_epilogue *epilogue, void *workspace, size_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    require(op, "op");
+    require(header, "header");
+    require(a, "a");
+    require(b, "b");
+    if (!op->sddmm) invalid("op: an SpMM op given to magicube_sddmm_run");
+    sddmm_run(*op, *header, mask_packed, *a, *b, k, out, out_layout, epilogue, workspace, workspace_bytes,
+              static_cast<CUstream>(stream));
+  });
+}
+
+int magicube_output_elements(const magicube_packed_header *header, int64_t n_or_layout, int64_t *elements) {
+  return guarded([&] {
+    require(header, "header");
+    require(elements, "elements");
+    check_header(*header, 0);
+    if (header->op == 0) {
+      if (n_or_layout < 0) invalid("n: " + std::to_string(n_or_layout) + " is negative");
+      *elements = header->rows * n_or_layout;
+    } else {
+      if (n_or_layout != MAGICUBE_BCRS && n_or_layout != MAGICUBE_SRBCRS)
+        invalid("layout: " + std::to_string(n_or_layout) + " (allowed: 0 BCRS, 1 SR-BCRS)");
+      *elements = (n_or_layout == MAGICUBE_BCRS ? header->num_vectors : header->num_slots) * header->v;
+    }
+  });
+}
+
+int magicube_output_bytes(const magicube_op *op, const magicube_packed_header *header, int64_t n_or_layout,
+                          size_t *bytes) {
+  int64_t elements = 0;
+  if (int s = magicube_output_elements(header, n_or_layout, &elements)) return s;
+  return guarded([&] {
+    require(op, "op");
+    require(bytes, "bytes");
+    check_header_for(*op, *header);
+    *bytes = size_t(elements) * magicube::stored_bytes(op->spec().out);
+  });
+}
+
+int magicube_spmm_host(const magicube_op *op, const magicube_packed_header *header, const void *a_packed,
+                       const magicube_dense *b, int64_t n, const magicube_dense *c, const magicube_epilogue *epilogue) {
+  return guarded([&] {
+    require(op, "op");
+    require(header, "header");
+    require(a_packed, "a_packed");
+    require(b, "b");
+    require(c, "c");
+    require(b->data, "b.data");
+    require(c->data, "c.data");
+    if (!op->spmm) invalid("op: an SDDMM op given to magicube_spmm_host");
+    const magicube_packed_header &h = *header;
+    check_header_for(*op, h);
+    SpmmLayout l = spmm_layout(*op, h, *b, n, *c);  // validates before any device work
+    (void)device_epilogue(op->spec(), epilogue, h.rows, n);
+    const magicube::Context &ctx = device_context(op->device);
+    DeviceBuffer da = upload_bytes(a_packed, size_t(h.total_bytes));
+    DeviceBuffer db = upload_bytes(b->data, size_t(h.cols * n * dtype_bytes(b->dtype)));
+    const size_t c_bytes = size_t(h.rows * n * dtype_bytes(c->dtype));
+    DeviceBuffer dc = take(DeviceBuffer::allocate(std::max<size_t>(c_bytes, 1)), Kind::Cuda);
+    DeviceBuffer ws = take(DeviceBuffer::allocate(size_t(std::max<int64_t>(l.ws.bytes, 1))), Kind::Cuda);
+    const magicube::OpSpec &s = op->spec();
+    magicube_epilogue de{epilogue ? epilogue->alpha : 1.0f, nullptr, nullptr, nullptr};
+    DeviceBuffer rs, cs, bias;
+    if (epilogue && epilogue->row_scale) rs = upload_bytes(epilogue->row_scale, size_t(h.rows) * 4), de.row_scale = reinterpret_cast<const float *>(rs.ptr());
+    if (epilogue && epilogue->col_scale) cs = upload_bytes(epilogue->col_scale, size_t(n) * 4), de.col_scale = reinterpret_cast<const float *>(cs.ptr());
+    if (epilogue && epilogue->bias)
+      bias = upload_bytes(epilogue->bias, size_t(s.bias == magicube::Bias::Row ? h.rows : n) * 4),
+      de.bias = reinterpret_cast<const float *>(bias.ptr());
+    magicube_dense b_dev{reinterpret_cast<void *>(db.ptr()), b->dtype, b->layout};
+    magicube_dense c_dev{reinterpret_cast<void *>(dc.ptr()), c->dtype, c->layout};
+    spmm_run(*op, h, reinterpret_cast<const void *>(da.ptr()), b_dev, n, c_dev, epilogue ? &de : nullptr,
+             reinterpret_cast<void *>(ws.ptr()), ws.bytes(), nullptr);
+    check(ctx.synchronize(), Kind::Cuda);
+    check(dc.download_bytes(c->data, c_bytes), Kind::Cuda);
+  });
+}
+
+int magicube_sddmm_host(const magicube_op *op, const magicube_packed_header *header, const void *mask_packed,
+                        const magicube_dense *a, const magicube_dense *b, int64_t k, void *out, int out_layout,
+                        const magicube_epilogue *epilogue) {
+  return guarded([&] {
+    require(op, "op");
+    require(header, "header");
+    require(mask_packed, "mask_packed");
+    require(a, "a");
+    require(b, "b");
+    require(a->data, "a.data");
+    require(b->data, "b.data");
+    require(out, "out");
+    if (!op->sddmm) invalid("op: an SpMM op given to magicube_sddmm_host");
+    const magicube_packed_header &h = *header;
+    check_header_for(*op, h);
+    SddmmLayout l = sddmm_layout(*op, h, *a, *b, k);
+    if (out_layout != MAGICUBE_BCRS && out_layout != MAGICUBE_SRBCRS)
+      invalid("out_layout: " + std::to_string(out_layout) + " (allowed: 0 BCRS, 1 SR-BCRS)");
+    if (epilogue && epilogue->bias) invalid("epilogue: SDDMM takes no bias");
+    (void)device_epilogue(op->spec(), epilogue, h.rows, h.cols);
+    const magicube::Context &ctx = device_context(op->device);
+    DeviceBuffer dm = upload_bytes(mask_packed, size_t(h.total_bytes));
+    DeviceBuffer da = upload_bytes(a->data, size_t(h.rows * k * dtype_bytes(a->dtype)));
+    DeviceBuffer db = upload_bytes(b->data, size_t(k * h.cols * dtype_bytes(b->dtype)));
+    const int64_t elems = (out_layout == MAGICUBE_BCRS ? h.num_vectors : h.num_slots) * h.v;
+    const size_t out_bytes = size_t(elems) * magicube::stored_bytes(op->spec().out);
+    DeviceBuffer dout = take(DeviceBuffer::allocate(std::max<size_t>(out_bytes, 1)), Kind::Cuda);
+    check(dout.memset(0), Kind::Cuda);  // 0 where the kernel writes nothing
+    DeviceBuffer ws = take(DeviceBuffer::allocate(size_t(std::max<int64_t>(l.ws.bytes, 1))), Kind::Cuda);
+    magicube_epilogue de{epilogue ? epilogue->alpha : 1.0f, nullptr, nullptr, nullptr};
+    DeviceBuffer rs, cs;
+    if (epilogue && epilogue->row_scale) rs = upload_bytes(epilogue->row_scale, size_t(h.rows) * 4), de.row_scale = reinterpret_cast<const float *>(rs.ptr());
+    if (epilogue && epilogue->col_scale) cs = upload_bytes(epilogue->col_scale, size_t(h.cols) * 4), de.col_scale = reinterpret_cast<const float *>(cs.ptr());
+    magicube_dense a_dev{reinterpret_cast<void *>(da.ptr()), a->dtype, a->layout};
+    magicube_dense b_dev{reinterpret_cast<void *>(db.ptr()), b->dtype, b->layout};
+    sddmm_run(*op, h, reinterpret_cast<const void *>(dm.ptr()), a_dev, b_dev, k, reinterpret_cast<void *>(dout.ptr()),
+              out_layout, epilogue ? &de : nullptr, reinterpret_cast<void *>(ws.ptr()), ws.bytes(), nullptr);
+    check(ctx.synchronize(), Kind::Cuda);
+    check(dout.download_bytes(out, out_bytes), Kind::Cuda);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,305 @@
+/* Magicube JIT: the C ABI of libmagicube.so (C99 and C++; no CUDA or LLVM header needed).
+ *
+ * Quantized sparse tensor-core kernels, planned, generated and compiled at run time:
+ *   SpMM:  C (M x N) = A (M x K, V x 1 vector-sparse, the "weight") x B (K x N, dense)
+ *   SDDMM: out = (A (M x K) x B (K x N)) at the V x 1 vectors of a sparse mask (M x N)
+ * An op is named by a spec string, e.g. "spmm.s8xs8.v8.bf16+rc.sm_90" (op.LxR.vV[.nBSn[k2|r]]
+ * [.pf|pf2|pf3|pf4|nopf].out[+t|+rc][+rowbias|+colbias].arch; a missing tile or prefetch field
+ * leaves those knobs to the library's dispatch).
+ *
+ *   char text[4096];
+ *   size_t needed;
+ *   if (magicube_plan_describe("spmm.s8xs8.v8.i32.sm_90", text, sizeof text, &needed) != MAGICUBE_SUCCESS)
+ *     fprintf(stderr, "%s\n", magicube_last_error());
+ *
+ * The device path (all device memory is the caller's; nothing is allocated by run):
+ *
+ *   magicube_op *op;                        // plan once, for this weight matrix
+ *   magicube_op_create("spmm.s8xs8.v8.bf16+rc.sm_90", &weight, n, NULL, &op);
+ *   magicube_packed *pw;                    // the weight packed on the host
+ *   magicube_pack(op, &weight, &pw);        // copy magicube_packed_data(pw) to the device
+ *   magicube_spmm_workspace_bytes(op, magicube_packed_get_header(pw), &b, n, &c, &ws_bytes);
+ *   magicube_spmm_run(op, magicube_packed_get_header(pw), packed_dev, &b, n, &c, &epilogue,
+ *                     workspace, ws_bytes, stream);   // asynchronous on `stream`
+ *
+ * Errors: every function that can fail returns a magicube_status; MAGICUBE_SUCCESS is 0. On
+ * failure, magicube_last_error() returns a message naming the bad input (thread-local: the
+ * last failure on the calling thread; it stays valid until the next failing call on that
+ * thread). No function throws across this ABI, and none aborts on bad input.
+ *
+ * Ownership: handles (magicube_op, magicube_packed) are created by the library and freed by
+ * the matching _destroy function (NULL is accepted there). Pointers into a handle
+ * (magicube_packed_data, magicube_packed_header) stay valid until it is destroyed. Host
+ * arrays passed in are only read during the call. Device pointers are the caller's: the
+ * library never frees them, and they must stay valid until the work queued on the stream
+ * completes.
+ *
+ * Threads: all functions may be called from any thread. A magicube_op is immutable after
+ * creation and may be used by several threads at once (runs on different streams included);
+ * a magicube_packed likewise. Device calls use the primary context of the op's device (the
+ * context the CUDA runtime uses), retained on first use and made current on the calling
+ * thread.
+ *
+ * Device work: run calls are asynchronous on the caller's stream (a CUstream or
+ * cudaStream_t; NULL = the legacy default stream), never synchronize and never allocate: any
+ * repacking of B (chunk planes, padding to the kernel's pitch, transposes) and of the output
+ * happens on that stream in the caller's workspace. A run can be captured in a CUDA graph
+ * once its kernels are loaded: run it once with the same operand layouts and dtypes before
+ * capturing (magicube_op_load loads the op's main kernel only, not the repack kernels).
+ * The first run of an op compiles its kernels (NVRTC, through the memory and disk caches).
+ */
+#ifndef MAGICUBE_MAGICUBE_H
+#define MAGICUBE_MAGICUBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define MAGICUBE_API
+#else
+#define MAGICUBE_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MAGICUBE_VERSION_MAJOR 0
+#define MAGICUBE_VERSION_MINOR 1
+#define MAGICUBE_VERSION_PATCH 0
+#define MAGICUBE_VERSION_STRING "0.1.0"
+
+/* ---- status and errors ------------------------------------------------------------------ */
+
+typedef enum magicube_status {
+  MAGICUBE_SUCCESS = 0,
+  MAGICUBE_ERROR_INVALID = 1,          /* a bad spec, value, shape, pointer or option */
+  MAGICUBE_ERROR_COMPILE = 2,          /* code generation or NVRTC failed (the message has the log) */
+  MAGICUBE_ERROR_CUDA = 3,             /* a CUDA driver call failed */
+  MAGICUBE_ERROR_NO_GPU = 4,           /* no usable GPU (the message says why) */
+  MAGICUBE_ERROR_BUFFER_TOO_SMALL = 5, /* a text buffer is too small (*needed says how large) */
+  MAGICUBE_ERROR_INTERNAL = 6          /* anything else (a bug: please report the message) */
+} magicube_status;
+
+/* The message of the calling thread's last failure ("" when none). */
+MAGICUBE_API const char *magicube_last_error(void);
+/* "invalid", "compile", "cuda", "no-gpu", "buffer-too-small", "internal" or "success". */
+MAGICUBE_API const char *magicube_status_name(int status);
+/* The library's version, "MAJOR.MINOR.PATCH". */
+MAGICUBE_API const char *magicube_version(void);
+
+/* ---- planning without a matrix ------------------------------------------------------------ */
+
+/* The text `magicube plan` prints for `spec`: the dispatch's plan with no matrix, on the
+ * reference device of the spec's arch (no GPU is touched). Writes it, NUL-terminated, into
+ * buf (cap bytes) and its size including the NUL into *needed (when needed is not NULL).
+ * buf == NULL with cap == 0 only asks the size (MAGICUBE_SUCCESS). A buffer too small gets
+ * the text truncated (NUL-terminated when cap > 0) and MAGICUBE_ERROR_BUFFER_TOO_SMALL.
+ * A bad spec: MAGICUBE_ERROR_INVALID, naming the field. */
+MAGICUBE_API int magicube_plan_describe(const char *spec, char *buf, size_t cap, size_t *needed);
+
+/* ---- host matrices (input of planning and packing) ----------------------------------------- */
+
+typedef enum magicube_dtype {
+  MAGICUBE_INT8 = 1,
+  MAGICUBE_UINT8 = 2,
+  MAGICUBE_INT16 = 3,
+  MAGICUBE_UINT16 = 4,
+  MAGICUBE_INT32 = 5,
+  MAGICUBE_INT64 = 6,
+  MAGICUBE_FLOAT32 = 7, /* outputs and scales only */
+  MAGICUBE_FLOAT16 = 8, /* outputs only */
+  MAGICUBE_BFLOAT16 = 9 /* outputs only */
+} magicube_dtype;
+
+/* A sparse matrix on the host, rows x cols, in one of two forms:
+ *   dense:  block_ptr == NULL; values holds rows * cols elements, row-major. A V x 1 vector
+ *           (rows r*V .. r*V+V-1 of one column) exists where any of its values is nonzero.
+ *   BCRS:   block_ptr != NULL: ceil(rows / v) + 1 offsets (row-block b owns vectors
+ *           block_ptr[b] .. block_ptr[b+1]-1), col: one column per vector, increasing within
+ *           a row-block, values: v values per vector (row r of vector i at i * v + r; values
+ *           may be NULL where only the pattern is needed: planning, SDDMM masks).
+ * Integer values (dtype INT8 .. INT64) must lie in the spec's type (checked by magicube_pack). */
+typedef struct magicube_matrix {
+  int64_t rows, cols;
+  magicube_dtype dtype;
+  const void *values;
+  const int64_t *block_ptr;
+  const int32_t *col;
+  int v; /* BCRS only: the vector length (the spec's V) */
+} magicube_matrix;
+
+/* ---- op handles --------------------------------------------------------------------------- */
+
+typedef struct magicube_op magicube_op;
+
+typedef struct magicube_op_options {
+  int candidate; /* -1: the dispatch's choice; i >= 0: plan i of the candidates (0 = the cost model's best) */
+  int device;    /* CUDA device ordinal for the device calls */
+} magicube_op_options;
+
+/* Plans an op (spmm or sddmm) through the dispatch. With `matrix` (SpMM: the sparse A and
+ * `n_or_k` = N, the columns of B; SDDMM: the mask and `n_or_k` = K, the reduction length):
+ * a stored tuning record for it, else the library's policy for this matrix; with matrix ==
+ * NULL the policy's defaults (n_or_k is ignored). Knobs the spec pins are kept. options ==
+ * NULL: {-1, 0}. Uses the GPU's facts when a GPU is usable, else the arch's reference
+ * device (planning needs no GPU). On success *out owns the op (free: magicube_op_destroy). */
+MAGICUBE_API int magicube_op_create(const char *spec, const magicube_matrix *matrix, int64_t n_or_k,
+                                    const magicube_op_options *options, magicube_op **out);
+MAGICUBE_API void magicube_op_destroy(magicube_op *op);
+
+typedef enum magicube_op_text_kind {
+  MAGICUBE_TEXT_PLAN = 0,      /* Plan::str(): what `magicube plan` prints */
+  MAGICUBE_TEXT_SPEC = 1,      /* the chosen plan's canonical spec, every knob pinned */
+  MAGICUBE_TEXT_KERNEL = 2,    /* the kernel's name */
+  MAGICUBE_TEXT_CHOSEN_BY = 3  /* "chosen by: flags" | "chosen by: tuned record <path>" | "chosen by: policy (...)" */
+} magicube_op_text_kind;
+/* One text about the op, written as magicube_plan_describe writes its text. */
+MAGICUBE_API int magicube_op_text(const magicube_op *op, int kind, char *buf, size_t cap, size_t *needed);
+
+typedef enum magicube_op_query_kind {
+  MAGICUBE_QUERY_OP = 0,                   /* 0 spmm, 1 sddmm */
+  MAGICUBE_QUERY_V = 1,                    /* the vector length */
+  MAGICUBE_QUERY_LHS_BITS = 2,             /* bits of A's type; negative when signed (-8 = s8) */
+  MAGICUBE_QUERY_RHS_BITS = 3,             /* bits of B's type; negative when signed */
+  MAGICUBE_QUERY_OUTPUT_DTYPE = 4,         /* a magicube_dtype: INT32, INT64, FLOAT32, FLOAT16, BFLOAT16 */
+  MAGICUBE_QUERY_OUTPUT_ELEMENT_BYTES = 5, /* 4, 8 or 2 */
+  MAGICUBE_QUERY_MAX_REDUCTION = 6,        /* the longest row-block (SpMM) / K (SDDMM) the output stays exact for */
+  MAGICUBE_QUERY_CANDIDATE = 7,            /* which plan candidate the op runs (for magicube_op_options) */
+  MAGICUBE_QUERY_DEVICE = 8,               /* the device ordinal */
+  MAGICUBE_QUERY_SCALE = 9,                /* 0 none, 1 tensor (+t), 2 rowcol (+rc) */
+  MAGICUBE_QUERY_BIAS = 10                 /* 0 none, 1 row, 2 col */
+} magicube_op_query_kind;
+MAGICUBE_API int magicube_op_query(const magicube_op *op, int kind, int64_t *value);
+
+/* Generates, compiles (through the memory and disk caches) and loads the op's kernel on its
+ * device now (run otherwise does it on first use). Needs a GPU. */
+MAGICUBE_API int magicube_op_load(const magicube_op *op);
+
+/* ---- packing the sparse operand (host) ---------------------------------------------------- */
+
+/* The packed sparse operand: one byte blob (copy it to the device as it is, at an address
+ * aligned to 256 bytes) that starts with this header; run takes a host copy of the header
+ * and the blob's device address. Every field is an int64_t (the header is 32 of them,
+ * MAGICUBE_PACKED_HEADER_BYTES), so a binding may treat it as an array. */
+#define MAGICUBE_PACKED_HEADER_BYTES 256
+#define MAGICUBE_PACKED_MAGIC 0x4b5043414d /* "MACPK" */
+typedef struct magicube_packed_header {
+  int64_t magic;            /* MAGICUBE_PACKED_MAGIC */
+  int64_t format_version;   /* 1 */
+  int64_t op;               /* 0: SpMM's A; 1: SDDMM's mask */
+  int64_t plan_fingerprint; /* the plan it was packed for: run refuses another */
+  int64_t rows, cols, v;    /* M x K (A) or M x N (mask) */
+  int64_t num_blocks, max_block_length, num_slots, num_vectors, stride;
+  int64_t total_bytes;      /* of the blob, header included */
+  int64_t row_ptr_offset, col_idx_offset, bcrs_ptr_offset; /* byte offsets in the blob (bcrs: masks only) */
+  int64_t num_planes;       /* A's chunk planes (0 for a mask) */
+  int64_t plane_offset[4];
+  int64_t plane_bytes[4];
+  int64_t reserved[7];
+} magicube_packed_header;
+
+typedef struct magicube_packed magicube_packed;
+
+/* Packs `matrix` for `op`: SpMM: A (values required; refused: a V other than the spec's,
+ * values outside the lhs type, rows longer than the output allows); SDDMM: the mask (values
+ * ignored). On success *out owns the blob (free: magicube_packed_destroy). */
+MAGICUBE_API int magicube_pack(const magicube_op *op, const magicube_matrix *matrix, magicube_packed **out);
+MAGICUBE_API void magicube_packed_destroy(magicube_packed *packed);
+MAGICUBE_API const void *magicube_packed_data(const magicube_packed *packed);
+MAGICUBE_API size_t magicube_packed_bytes(const magicube_packed *packed);
+MAGICUBE_API const magicube_packed_header *magicube_packed_get_header(const magicube_packed *packed);
+/* Reads and checks the header at the start of a blob held on the host (e.g. one loaded
+ * from a file): magic, format version, sizes. */
+MAGICUBE_API int magicube_packed_read_header(const void *blob, size_t bytes, magicube_packed_header *out);
+
+/* ---- device operands ----------------------------------------------------------------------- */
+
+typedef enum magicube_layout {
+  /* A dense operand or output of logical shape R x C: */
+  MAGICUBE_ROW_MAJOR = 0, /* R x C row-major (element (r, c) at r * C + c) */
+  MAGICUBE_COL_MAJOR = 1  /* C x R row-major, i.e. the transpose (element (r, c) at c * R + r) */
+} magicube_layout;
+
+/* A contiguous dense operand on the device. For SpMM's B (K x N): ROW_MAJOR is K x N,
+ * COL_MAJOR is N x K row-major (a linear layer's input X). For SpMM's C (M x N): ROW_MAJOR
+ * is M x N, COL_MAJOR is N x M row-major (Y = X W^T of a linear layer). Integer operands:
+ * INT8/UINT8 for types of up to 8 bits, INT16/UINT16 (or INT32) for up to 16 bits, one
+ * element each, values in the spec's type (not checked on the device). Outputs: the op's
+ * output dtype (MAGICUBE_QUERY_OUTPUT_DTYPE). The address must be aligned to its element
+ * size (16 bytes where B is read in place: see magicube_spmm_workspace_bytes). */
+typedef struct magicube_dense {
+  void *data;
+  magicube_dtype dtype;
+  magicube_layout layout;
+} magicube_dense;
+
+/* A float output's dequantization (the spec's scale and bias say which are read):
+ *   x = acc (* alpha | * row_scale[r] * col_scale[c]) (+ bias[r] | + bias[c])
+ * in double, rounded to nearest even; r, c index C (M x N) or the mask. Vectors are float32
+ * on the device: row_scale M values, col_scale N values, bias M (rowbias) or N (colbias). */
+typedef struct magicube_epilogue {
+  float alpha;
+  const float *row_scale;
+  const float *col_scale;
+  const float *bias;
+} magicube_epilogue;
+
+/* SpMM: C = A x B. `header`: the host copy of the packed A's header; `a_packed`: the blob on
+ * the device. B: K x N (K = A's cols) in b->layout; C: M x N in c->layout. n >= 1, any size.
+ * The workspace (device, 256-byte aligned) holds B's chunk planes padded to the kernel's
+ * pitch and, for a COL_MAJOR C, the row-major result before its transpose; its size is
+ * magicube_spmm_workspace_bytes (0 when B is read in place: one 8-bit chunk, ROW_MAJOR, N a
+ * multiple of 256, 16-byte aligned; and C ROW_MAJOR). epilogue: NULL for integer outputs. */
+MAGICUBE_API int magicube_spmm_workspace_bytes(const magicube_op *op, const magicube_packed_header *header,
+                                               const magicube_dense *b, int64_t n, const magicube_dense *c,
+                                               size_t *bytes);
+MAGICUBE_API int magicube_spmm_run(const magicube_op *op, const magicube_packed_header *header,
+                                   const void *a_packed, const magicube_dense *b, int64_t n, const magicube_dense *c,
+                                   const magicube_epilogue *epilogue, void *workspace, size_t workspace_bytes,
+                                   void *stream);
+
+typedef enum magicube_sparse_layout {
+  MAGICUBE_BCRS = 0,   /* the mask's vectors in order, V values each (vector i, row r at i * V + r) */
+  MAGICUBE_SRBCRS = 1  /* the mask's SR-BCRS value layout (num_slots * V values) */
+} magicube_sparse_layout;
+
+/* SDDMM: out = (A x B) at the packed mask's vectors. A: M x K in a->layout, B: K x N in
+ * b->layout (COL_MAJOR: N x K row-major, e.g. attention's keys). out: the op's output dtype,
+ * magicube_output_elements(header, out_layout) elements. Rows past M and SR-BCRS padding are
+ * not written. The workspace holds A's and B's chunk planes padded to the kernel's pitch. */
+MAGICUBE_API int magicube_sddmm_workspace_bytes(const magicube_op *op, const magicube_packed_header *header,
+                                                const magicube_dense *a, const magicube_dense *b, int64_t k,
+                                                size_t *bytes);
+MAGICUBE_API int magicube_sddmm_run(const magicube_op *op, const magicube_packed_header *header,
+                                    const void *mask_packed, const magicube_dense *a, const magicube_dense *b,
+                                    int64_t k, void *out, int out_layout, const magicube_epilogue *epilogue,
+                                    void *workspace, size_t workspace_bytes, void *stream);
+
+/* Elements of an output: SpMM (header of A): M * n (n_or_layout = N); SDDMM (header of a
+ * mask): num_vectors * V for MAGICUBE_BCRS, num_slots * V for MAGICUBE_SRBCRS
+ * (n_or_layout = the layout). Multiply by MAGICUBE_QUERY_OUTPUT_ELEMENT_BYTES for bytes. */
+MAGICUBE_API int magicube_output_elements(const magicube_packed_header *header, int64_t n_or_layout,
+                                          int64_t *elements);
+/* The same in bytes of the op's output type (the size of the caller's output buffer). */
+MAGICUBE_API int magicube_output_bytes(const magicube_op *op, const magicube_packed_header *header,
+                                       int64_t n_or_layout, size_t *bytes);
+
+/* ---- host in, host out (tests, small problems) ------------------------------------------- */
+
+/* The same runs with every operand on the host (the packed blob, b, c, a, out and the
+ * epilogue's vectors are host pointers): allocate device memory, upload, run on the legacy
+ * default stream, wait, download. Synchronous. SDDMM's out is zero where the kernel writes
+ * nothing. */
+MAGICUBE_API int magicube_spmm_host(const magicube_op *op, const magicube_packed_header *header, const void *a_packed,
+                                    const magicube_dense *b, int64_t n, const magicube_dense *c,
+                                    const magicube_epilogue *epilogue);
+MAGICUBE_API int magicube_sddmm_host(const magicube_op *op, const magicube_packed_header *header,
+                                     const void *mask_packed, const magicube_dense *a, const magicube_dense *b,
+                                     int64_t k, void *out, int out_layout, const magicube_epilogue *epilogue);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MAGICUBE_MAGICUBE_H */

@@ -1,0 +1,245 @@
+"""PyTorch integration: the custom ops magicube::spmm and magicube::sddmm (torch.library, with
+fake implementations, so torch.compile(fullgraph=True) traces them) and SparseLinear, a
+quantized vector-sparse linear layer. Inference only (no autograd formulas).
+
+    import magicube.torch as mt
+    layer = mt.SparseLinear.from_dense(linear.weight, linear.bias, sparsity=0.7, v=8).cuda()
+    y = torch.compile(layer, fullgraph=True)(x)        # x: (..., K) float, y: (..., M) bf16
+
+The ops take the packed weight as a uint8 tensor on the device and its header (32 ints, see
+magicube.Packed.header_list); they run on the current CUDA stream, allocate through torch's
+caching allocator, never synchronize, and can be captured in a CUDA graph once run once.
+"""
+import threading
+from ctypes import byref, c_size_t
+
+import torch
+
+from . import _api, _lib
+from ._lib import Error, check
+
+__all__ = ["SparseLinear", "spmm", "sddmm", "quantize_per_token", "prune_and_quantize"]
+
+_OUT_DTYPES = {"i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f16": torch.float16,
+               "bf16": torch.bfloat16}
+_IN_DTYPES = {torch.int8: _lib.INT8, torch.uint8: _lib.UINT8, torch.int16: _lib.INT16, torch.int32: _lib.INT32}
+if hasattr(torch, "uint16"):
+    _IN_DTYPES[torch.uint16] = _lib.UINT16
+# header fields (magicube_packed_header): rows 4, cols 5, v 6, num_slots 9, num_vectors 10
+_ROWS, _COLS, _V, _SLOTS, _VECTORS = 4, 5, 6, 9, 10
+
+
+def _out_dtype(spec):
+    try:
+        return _OUT_DTYPES[spec.split(".")[-2].split("+")[0]]
+    except (IndexError, KeyError):
+        raise Error(f"spec: cannot read the output type of '{spec}'") from None
+
+
+_ops, _ops_lock = {}, threading.Lock()
+
+
+def _op(spec, candidate, device):
+    key = (spec, candidate, device)
+    with _ops_lock:
+        op = _ops.get(key)
+        if op is None:
+            op = _ops[key] = _api.Op(spec, candidate=candidate, device=device)
+        return op
+
+
+def _dense(t, layout, name):
+    if t.dtype not in _IN_DTYPES:
+        raise Error(f"{name}: dtype {t.dtype} (allowed: {', '.join(str(d) for d in _IN_DTYPES)})")
+    return _lib.Dense(t.data_ptr(), _IN_DTYPES[t.dtype], layout)
+
+
+def _vec(t, device):
+    if t is None:
+        return None, None
+    t = t.to(device=device, dtype=torch.float32).contiguous()
+    return t, t.data_ptr()
+
+
+def _device_index(t):
+    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+
+
+_lib_def = torch.library.Library("magicube", "DEF")
+_lib_def.define("spmm(Tensor packed, int[] header, Tensor b, str spec, int candidate, bool b_transposed, "
+                "bool out_transposed, float alpha, Tensor? row_scale, Tensor? col_scale, Tensor? bias) -> Tensor")
+_lib_def.define("sddmm(Tensor packed, int[] header, Tensor a, Tensor b, str spec, int candidate, bool a_transposed, "
+                "bool b_transposed, bool srbcrs, float alpha, Tensor? row_scale, Tensor? col_scale) -> Tensor")
+
+
+def _same_device(t, like, name):
+    if t.device != like.device:
+        raise Error(f"{name}: on {t.device}, but the operands are on {like.device} (move it with .to())")
+
+
+def _spmm_cuda(packed, header, b, spec, candidate, b_transposed, out_transposed, alpha, row_scale, col_scale, bias):
+    _same_device(packed, b, "packed")
+    h = _lib.PackedHeader.from_list(header)
+    m = h.rows
+    b = b.contiguous()
+    n = b.shape[0] if b_transposed else b.shape[1]
+    dev = _device_index(b)
+    op = _op(spec, candidate, dev)
+    out = torch.empty((n, m) if out_transposed else (m, n), dtype=_out_dtype(spec), device=b.device)
+    bd = _dense(b, _lib.COL_MAJOR if b_transposed else _lib.ROW_MAJOR, "b")
+    cd = _lib.Dense(out.data_ptr(), op.output_dtype, _lib.COL_MAJOR if out_transposed else _lib.ROW_MAJOR)
+    L = _lib.lib()
+    ws_bytes = c_size_t(0)
+    check(L.magicube_spmm_workspace_bytes(op._handle, byref(h), byref(bd), n, byref(cd), byref(ws_bytes)))
+    ws = torch.empty(ws_bytes.value, dtype=torch.uint8, device=b.device) if ws_bytes.value else None
+    rs, rsp = _vec(row_scale, b.device)
+    cs, csp = _vec(col_scale, b.device)
+    bs, bsp = _vec(bias, b.device)
+    epi = _lib.Epilogue(alpha, rsp, csp, bsp)
+    stream = torch.cuda.current_stream(b.device).cuda_stream
+    check(L.magicube_spmm_run(op._handle, byref(h), packed.data_ptr(), byref(bd), n, byref(cd), byref(epi),
+                              ws.data_ptr() if ws is not None else None, ws_bytes.value, stream or None))
+    return out
+
+
+def _spmm_fake(packed, header, b, spec, candidate, b_transposed, out_transposed, alpha, row_scale, col_scale, bias):
+    m = header[_ROWS]
+    n = b.shape[0] if b_transposed else b.shape[1]
+    return b.new_empty((n, m) if out_transposed else (m, n), dtype=_out_dtype(spec))
+
+
+def _sddmm_cuda(packed, header, a, b, spec, candidate, a_transposed, b_transposed, srbcrs, alpha, row_scale, col_scale):
+    _same_device(packed, a, "packed")
+    _same_device(b, a, "b")
+    h = _lib.PackedHeader.from_list(header)
+    a, b = a.contiguous(), b.contiguous()
+    k = a.shape[0] if a_transposed else a.shape[1]
+    op = _op(spec, candidate, _device_index(a))
+    count = (h.num_slots if srbcrs else h.num_vectors) * h.v
+    out = torch.empty(count, dtype=_out_dtype(spec), device=a.device)
+    ad = _dense(a, _lib.COL_MAJOR if a_transposed else _lib.ROW_MAJOR, "a")
+    bd = _dense(b, _lib.COL_MAJOR if b_transposed else _lib.ROW_MAJOR, "b")
+    L = _lib.lib()
+    ws_bytes = c_size_t(0)
+    check(L.magicube_sddmm_workspace_bytes(op._handle, byref(h), byref(ad), byref(bd), k, byref(ws_bytes)))
+    ws = torch.empty(ws_bytes.value, dtype=torch.uint8, device=a.device) if ws_bytes.value else None
+    rs, rsp = _vec(row_scale, a.device)
+    cs, csp = _vec(col_scale, a.device)
+    epi = _lib.Epilogue(alpha, rsp, csp, None)
+    stream = torch.cuda.current_stream(a.device).cuda_stream
+    check(L.magicube_sddmm_run(op._handle, byref(h), packed.data_ptr(), byref(ad), byref(bd), k, out.data_ptr(),
+                               _lib.SRBCRS if srbcrs else _lib.BCRS, byref(epi),
+                               ws.data_ptr() if ws is not None else None, ws_bytes.value, stream or None))
+    return out
+
+
+def _sddmm_fake(packed, header, a, b, spec, candidate, a_transposed, b_transposed, srbcrs, alpha, row_scale,
+                col_scale):
+    count = (header[_SLOTS] if srbcrs else header[_VECTORS]) * header[_V]
+    return a.new_empty((count,), dtype=_out_dtype(spec))
+
+
+_lib_def.impl("spmm", _spmm_cuda, "CUDA")
+_lib_def.impl("sddmm", _sddmm_cuda, "CUDA")
+_register_fake = getattr(torch.library, "register_fake", None) or torch.library.impl_abstract
+_register_fake("magicube::spmm")(_spmm_fake)
+_register_fake("magicube::sddmm")(_sddmm_fake)
+
+
+def spmm(weight, b, *, b_transposed=False, out_transposed=False, alpha=1.0, row_scale=None, col_scale=None,
+         bias=None):
+    """torch.ops.magicube.spmm for a magicube.Packed weight (its blob copied to b's device once)."""
+    return torch.ops.magicube.spmm(weight.device_blob(b), weight.header_list, b, weight.op.spec, weight.op.candidate,
+                                   b_transposed, out_transposed, alpha, row_scale, col_scale, bias)
+
+
+def sddmm(mask, a, b, *, a_transposed=False, b_transposed=True, srbcrs=False, alpha=1.0, row_scale=None,
+          col_scale=None):
+    """torch.ops.magicube.sddmm for a magicube.Packed mask; B defaults to N x K (b_transposed)."""
+    return torch.ops.magicube.sddmm(mask.device_blob(a), mask.header_list, a, b, mask.op.spec, mask.op.candidate,
+                                    a_transposed, b_transposed, srbcrs, alpha, row_scale, col_scale)
+
+
+# ---- the layer --------------------------------------------------------------------------------
+
+
+def quantize_per_token(x):
+    """x (N x K float) -> (int8 N x K, float32 scale N): symmetric, max |x| of each row to 127."""
+    scale = x.detach().abs().amax(dim=-1).float().clamp(min=1e-12) / 127.0
+    q = torch.round(x.float() / scale[:, None]).clamp(-127, 127).to(torch.int8)
+    return q, scale
+
+
+def prune_and_quantize(weight, sparsity=0.7, v=8):
+    """A float weight (M x K) pruned to V x 1 vectors (in each row-block, the round((1 -
+    sparsity) * K) vectors of largest L2 norm stay) and quantized per output channel to int8
+    (max |w| of each row to 127). Returns (int8 M x K, float32 scale M)."""
+    w = weight.detach().float()
+    m, k = w.shape
+    pad = (-m) % v
+    wp = torch.nn.functional.pad(w, (0, 0, 0, pad)).reshape(-1, v, k)
+    norms = wp.norm(dim=1)  # (blocks, K)
+    keep = max(0, min(k, round((1.0 - sparsity) * k)))
+    mask = torch.zeros_like(norms, dtype=torch.bool)
+    if keep:
+        mask.scatter_(1, norms.topk(keep, dim=1).indices, True)
+    wp = wp * mask[:, None, :]
+    w = wp.reshape(-1, k)[:m]
+    scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127.0
+    q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8)
+    return q, scale.float()
+
+
+def _default_arch():
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        cc = major * 10 + minor
+        best = max([a for a in (80, 86, 89, 90) if a <= cc], default=80)
+        return f"sm_{best}"
+    return "sm_90"
+
+
+class SparseLinear(torch.nn.Module):
+    """y = x W^T (+ bias), W (out_features x in_features) int8 and V x 1 vector-sparse with a
+    per-output-channel scale; x is quantized per token to int8 on the fly and the exact int32
+    product is dequantized in the kernel's epilogue (w_scale[o] * x_scale[t] (+ bias[o]),
+    rounded once) into `out_dtype` (bf16, f16 or f32).
+
+    The packed weight is the buffer `packed` (uint8; moves with .to()/.cuda(), saved in the
+    state dict); `header`, `spec` and `candidate` are plain attributes."""
+
+    def __init__(self, weight_q, weight_scale, bias=None, *, v=8, out_dtype=torch.bfloat16, arch=None, n_hint=256):
+        super().__init__()
+        out = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}.get(out_dtype)
+        if out is None:
+            raise Error(f"out_dtype: {out_dtype} (allowed: bfloat16, float16, float32)")
+        if weight_q.dtype != torch.int8 or weight_q.dim() != 2:
+            raise Error(f"weight_q: an int8 matrix is needed, got {weight_q.dtype} {tuple(weight_q.shape)}")
+        self.out_features, self.in_features = weight_q.shape
+        spec = f"spmm.s8xs8.v{v}.{out}+rc{'+rowbias' if bias is not None else ''}.{arch or _default_arch()}"
+        packed = _api.pack_weight(weight_q.detach().cpu().numpy(), spec, n=n_hint)
+        self.spec, self.candidate, self.header = packed.op.spec, packed.op.candidate, tuple(packed.header_list)
+        self.out_dtype = out_dtype
+        # Every buffer on the weight's device (.to()/.cuda() move them together later).
+        dev = weight_q.device
+        self.register_buffer("packed", torch.from_numpy(packed.blob.copy()).to(dev))
+        self.register_buffer("weight_scale", weight_scale.detach().float().reshape(-1).to(dev, copy=True))
+        self.register_buffer("bias", None if bias is None else bias.detach().float().reshape(-1).to(dev, copy=True))
+        if self.weight_scale.numel() != self.out_features:
+            raise Error(f"weight_scale: {self.weight_scale.numel()} values, expected {self.out_features}")
+
+    @classmethod
+    def from_dense(cls, weight, bias=None, *, sparsity=0.7, v=8, **kwargs):
+        """Prunes and quantizes a float weight (see prune_and_quantize)."""
+        q, scale = prune_and_quantize(weight, sparsity, v)
+        return cls(q, scale, bias, v=v, **kwargs)
+
+    def forward(self, x):
+        lead = x.shape[:-1]
+        xq, xs = quantize_per_token(x.reshape(-1, self.in_features))
+        y = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
+                                    self.weight_scale, xs, self.bias)
+        return y.reshape(*lead, self.out_features)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, spec={self.spec}"

@@ -1,0 +1,106 @@
+"""Packing from numpy (and any host DLPack array), the blob and its header, and the errors of
+bad matrices and of runs refused before the GPU is touched."""
+import numpy as np
+import pytest
+
+import magicube
+from conftest import vector_sparse
+
+
+class HostDLPack:
+    """A host array seen only through the DLPack protocol."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, stream=None):
+        return self._a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_pack_weight_header_and_blob():
+    rng = np.random.default_rng(0)
+    w = vector_sparse(rng, 40, 96, 8, 0.3)
+    p = magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", n=64)
+    assert (p.rows, p.cols) == (40, 96)
+    h = p.header
+    assert h.magic == 0x4B5043414D and h.format_version == 1 and h.op == 0 and h.v == 8
+    nvec = sum(int((w[b:b + 8] != 0).any(axis=0).sum()) for b in range(0, 40, 8))
+    assert h.num_vectors == nvec
+    assert h.total_bytes == p.nbytes and p.nbytes % 256 == 0
+    assert p.blob.dtype == np.uint8
+    assert bytes(p.blob[:256]) == bytes(h)  # the blob starts with its header
+    assert len(p.header_list) == 32 and p.header_list[4] == 40
+    q = magicube.Packed.from_bytes(p.op, p.blob.tobytes())
+    assert q.header_list == p.header_list
+    # The same matrix through DLPack only, and as int16: the same blob.
+    assert np.array_equal(magicube.pack_weight(HostDLPack(w), p.op.spec, candidate=p.op.candidate).blob, p.blob)
+    assert np.array_equal(p.op.pack(w.astype(np.int16)).blob, p.blob)
+
+
+def test_corrupt_blobs_are_refused():
+    w = vector_sparse(np.random.default_rng(1), 16, 32, 8, 0.5)
+    p = magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90")
+    bad = p.blob.copy()
+    bad[0] ^= 1
+    with pytest.raises(magicube.Error, match="magic"):
+        magicube.Packed.from_bytes(p.op, bad)
+    with pytest.raises(magicube.Error, match="header"):
+        magicube.Packed.from_bytes(p.op, p.blob[:100])
+
+
+@pytest.mark.parametrize("matrix, spec, needle", [
+    (np.full((8, 8), 100, np.int16), "spmm.s4xs8.v8.i32.sm_90", "lhs A"),
+    (np.ones((8, 8), np.float32), "spmm.s8xs8.v8.i32.sm_90", "float32"),
+    (np.ones(8, np.int8), "spmm.s8xs8.v8.i32.sm_90", "2-D"),
+    (np.ones((8, 8), np.bool_), "spmm.s8xs8.v8.i32.sm_90", "bool"),
+])
+def test_bad_matrices(matrix, spec, needle):
+    with pytest.raises(magicube.Error, match=needle) as e:
+        magicube.pack_weight(matrix, spec)
+    assert e.value.kind == "invalid"
+
+
+def test_pack_mask_and_kinds():
+    mask = vector_sparse(np.random.default_rng(2), 24, 50, 8, 0.2)
+    m = magicube.pack_mask(mask, "sddmm.s8xs8.v8.f16+rc.sm_90", k=64)
+    assert m.header.op == 1 and m.header.num_planes == 0
+    with pytest.raises(magicube.Error, match="spmm spec"):
+        magicube.pack_weight(mask, "sddmm.s8xs8.v8.i32.sm_90")
+    with pytest.raises(magicube.Error, match="sddmm spec"):
+        magicube.pack_mask(mask, "spmm.s8xs8.v8.i32.sm_90")
+    w = magicube.pack_weight(mask, "spmm.s8xs8.v8.i32.sm_90")
+    with pytest.raises(magicube.Error, match="SDDMM mask"):
+        magicube.spmm(m, np.zeros((50, 4), np.int8))
+    with pytest.raises(magicube.Error, match="SpMM weight"):
+        magicube.sddmm(w, np.zeros((24, 4), np.int8), np.zeros((50, 4), np.int8))
+
+
+def test_runs_refused_before_the_gpu():
+    w = magicube.pack_weight(vector_sparse(np.random.default_rng(3), 16, 32, 8, 0.5), "spmm.s8xu8.v8.i32.sm_90")
+    with pytest.raises(magicube.Error, match="K=31"):
+        magicube.spmm(w, np.zeros((31, 4), np.uint8))
+    with pytest.raises(magicube.Error, match="layout"):
+        magicube.spmm(w, np.zeros((32, 4), np.uint8), b_layout="diagonal")
+    with pytest.raises(magicube.Error, match="cannot hold"):
+        magicube.spmm(w, np.zeros((32, 4), np.int8))  # u8 values need uint8 or wider
+    with pytest.raises(magicube.Error, match="n: 0"):
+        magicube.spmm(w, np.zeros((32, 0), np.uint8))
+    f = magicube.pack_weight(vector_sparse(np.random.default_rng(3), 16, 32, 8, 0.5), "spmm.s8xs8.v8.f32+rc.sm_90")
+    with pytest.raises(magicube.Error, match="row_scale"):
+        magicube.spmm(f, np.zeros((32, 4), np.int8))
+    with pytest.raises(magicube.Error, match="col_scale: 3 values"):
+        magicube.spmm(f, np.zeros((32, 4), np.int8), row_scale=np.ones(16, np.float32),
+                      col_scale=np.ones(3, np.float32))
+
+
+def test_a_valid_run_needs_a_gpu():
+    ok, _ = magicube.gpu_available()
+    if ok:
+        pytest.skip("a GPU is present (test_gpu.py runs it)")
+    w = magicube.pack_weight(vector_sparse(np.random.default_rng(4), 16, 32, 8, 0.5), "spmm.s8xs8.v8.i32.sm_90")
+    with pytest.raises(magicube.Error) as e:
+        magicube.spmm(w, np.zeros((32, 4), np.int8))
+    assert e.value.kind == "no-gpu" and str(e.value).startswith("no GPU: ")

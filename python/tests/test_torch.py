@@ -1,0 +1,70 @@
+"""magicube.torch without a GPU: the ops are registered, their fake implementations give the
+shapes and dtypes torch.compile traces with, and SparseLinear prunes, quantizes and packs.
+Skipped where torch is not installed (CI installs no torch)."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import magicube  # noqa: E402
+import magicube.torch as mt  # noqa: E402
+
+
+def test_ops_are_registered():
+    assert hasattr(torch.ops.magicube, "spmm") and hasattr(torch.ops.magicube, "sddmm")
+
+
+def test_fake_shapes_on_meta_tensors():
+    w = np.zeros((40, 64), np.int8)
+    w[0:8, 3] = 1
+    p = magicube.pack_weight(w, "spmm.s8xs8.v8.bf16+rc.sm_90")
+    packed = torch.empty(p.nbytes, dtype=torch.uint8, device="meta")
+    x = torch.empty(5, 64, dtype=torch.int8, device="meta")
+    y = torch.ops.magicube.spmm(packed, p.header_list, x, p.op.spec, p.op.candidate, True, True, 1.0, None, None,
+                                None)
+    assert y.shape == (5, 40) and y.dtype == torch.bfloat16 and y.device.type == "meta"
+    y = torch.ops.magicube.spmm(packed, p.header_list, x.t(), p.op.spec, p.op.candidate, False, False, 1.0, None,
+                                None, None)
+    assert y.shape == (40, 5)
+    m = magicube.pack_mask(w, "sddmm.s8xs8.v8.f16+rc.sm_90")
+    mp = torch.empty(m.nbytes, dtype=torch.uint8, device="meta")
+    s = torch.ops.magicube.sddmm(mp, m.header_list, torch.empty(40, 16, dtype=torch.int8, device="meta"),
+                                 torch.empty(64, 16, dtype=torch.int8, device="meta"), m.op.spec, m.op.candidate,
+                                 False, True, False, 1.0, None, None)
+    assert s.shape == (8,) and s.dtype == torch.float16
+
+
+def test_prune_and_quantize():
+    torch.manual_seed(0)
+    w = torch.randn(20, 64)
+    q, scale = mt.prune_and_quantize(w, sparsity=0.75, v=8)
+    assert q.dtype == torch.int8 and q.shape == w.shape and scale.shape == (20,)
+    blocks = torch.nn.functional.pad(q, (0, 0, 0, 4)).reshape(3, 8, 64)
+    kept = (blocks != 0).any(dim=1).sum(dim=1)
+    assert (kept <= 16).all()  # round(0.25 * 64) vectors a row-block
+    assert q.abs().max() == 127
+
+
+def test_sparse_linear_on_the_cpu_packs_and_traces():
+    torch.manual_seed(1)
+    lin = torch.nn.Linear(64, 24)
+    layer = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.7, v=8, arch="sm_90")
+    assert layer.packed.dtype == torch.uint8 and layer.packed.numel() == layer.header[12]
+    assert "+rowbias" in layer.spec and ".bf16+rc" in layer.spec
+    assert set(layer.state_dict()) == {"packed", "weight_scale", "bias"}
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        y = layer(torch.empty(3, 7, 64))
+    assert y.shape == (3, 7, 24) and y.dtype == torch.bfloat16
+
+
+def test_sparse_linear_traces_as_one_graph():
+    # What torch.compile(fullgraph=True) needs: Dynamo captures the whole forward, the custom op
+    # included, through its fake implementation (no GPU: strict torch.export runs Dynamo).
+    torch.manual_seed(2)
+    lin = torch.nn.Linear(64, 24)
+    layer = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.7, v=8, arch="sm_90")
+    ep = torch.export.export(layer, (torch.randn(5, 64),), strict=True)
+    ops = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert torch.ops.magicube.spmm.default in ops
+    out = [n for n in ep.graph.nodes if n.op == "output"][0].args[0][0].meta["val"]
+    assert tuple(out.shape) == (5, 24) and out.dtype == torch.bfloat16

@@ -1,0 +1,408 @@
+// The C ABI (include/magicube/magicube.h) and the C++17 header (magicube.hpp) through
+// libmagicube.so itself (this binary links nothing else of the library and is built as
+// C++17): version, plan text equal to `magicube plan`'s, the text-buffer protocol, errors by
+// status and thread-local message, op handles and queries, packing and the blob header,
+// workspace sizes, and refusals of bad device-run arguments before any device work. Where a
+// GPU is present, the host-operand runs against a naive integer reference.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "magicube/magicube.h"
+#include "magicube/magicube.hpp"
+
+namespace {
+
+std::string describe(const char *spec) {
+  size_t needed = 0;
+  EXPECT_EQ(magicube_plan_describe(spec, nullptr, 0, &needed), MAGICUBE_SUCCESS) << magicube_last_error();
+  std::string s(needed, '\0');
+  EXPECT_EQ(magicube_plan_describe(spec, &s[0], s.size(), &needed), MAGICUBE_SUCCESS) << magicube_last_error();
+  s.resize(needed - 1);
+  return s;
+}
+
+std::string run_cli(const std::string &args) {
+  // No GPU for the child: `plan` then uses the arch's reference device, as the C ABI does.
+  std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + MAGICUBE_CLI + " plan " + args + " 2>&1";
+  std::string out;
+  FILE *p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+TEST(CApi, Version) {
+  EXPECT_STREQ(magicube_version(), MAGICUBE_PROJECT_VERSION);
+  EXPECT_STREQ(magicube_version(), MAGICUBE_VERSION_STRING);
+  EXPECT_EQ(magicube::version(), MAGICUBE_PROJECT_VERSION);
+}
+
+TEST(CApi, PlanDescribeIsWhatTheCliPrints) {
+  struct Case {
+    const char *spec, *flags;
+  };
+  for (const Case &c : {Case{"spmm.s8xs8.v8.i32.sm_90", "--op=spmm --lhs=s8 --rhs=s8 --v=8 --arch=sm_90"},
+                        Case{"spmm.s12xu4.v4.i32.sm_80", "--op=spmm --lhs=s12 --rhs=u4 --v=4 --arch=sm_80"},
+                        Case{"sddmm.u3xs7.v2.i32.sm_90", "--op=sddmm --lhs=u3 --rhs=s7 --v=2 --arch=sm_90"},
+                        Case{"spmm.s8xs8.v8.n128.nopf.f16+rc+colbias.sm_90",
+                             "--lhs=s8 --rhs=s8 --v=8 --bsn=128 --no-prefetch --out=f16 --scale=rowcol --bias=col "
+                             "--arch=sm_90"}}) {
+    const std::string text = describe(c.spec);
+    const std::string cli = run_cli(c.flags);
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text.rfind("plan ", 0), 0u) << text;
+    // The CLI prints the plan, then "chosen by: ..." lines.
+    EXPECT_EQ(cli.substr(0, text.size()), text) << c.spec << "\nCLI:\n" << cli;
+    EXPECT_EQ(cli.compare(text.size(), 10, "chosen by:"), 0) << cli;
+    EXPECT_EQ(magicube::plan_describe(c.spec), text);
+  }
+}
+
+TEST(CApi, TextBufferProtocol) {
+  const std::string full = describe("spmm.s8xs8.v8.i32.sm_90");
+  char small[16];
+  std::memset(small, 'x', sizeof small);
+  size_t needed = 0;
+  EXPECT_EQ(magicube_plan_describe("spmm.s8xs8.v8.i32.sm_90", small, sizeof small, &needed),
+            MAGICUBE_ERROR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(needed, full.size() + 1);
+  EXPECT_EQ(std::string(small), full.substr(0, 15));  // truncated, NUL-terminated
+  EXPECT_NE(std::string(magicube_last_error()).find("too small"), std::string::npos);
+  EXPECT_EQ(magicube_plan_describe("spmm.s8xs8.v8.i32.sm_90", nullptr, 5, &needed), MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(magicube_plan_describe("spmm.s8xs8.v8.i32.sm_90", nullptr, 0, nullptr), MAGICUBE_SUCCESS);
+  EXPECT_STREQ(magicube_status_name(MAGICUBE_ERROR_BUFFER_TOO_SMALL), "buffer-too-small");
+}
+
+TEST(CApi, BadSpecIsRefusedByNameAndTheMessageIsThreadLocal) {
+  size_t needed = 0;
+  char buf[64];
+  EXPECT_EQ(magicube_plan_describe("spmm.s17xs8.v8.i32.sm_90", buf, sizeof buf, &needed), MAGICUBE_ERROR_INVALID);
+  const std::string mine = magicube_last_error();
+  EXPECT_NE(mine.find("s17"), std::string::npos) << mine;
+  std::string theirs;
+  std::thread t([&] {
+    EXPECT_STREQ(magicube_last_error(), "");  // nothing failed on this thread yet
+    EXPECT_EQ(magicube_plan_describe("spmm.s8xs8.v3.i32.sm_90", buf, sizeof buf, &needed), MAGICUBE_ERROR_INVALID);
+    theirs = magicube_last_error();
+  });
+  t.join();
+  EXPECT_NE(theirs.find("3"), std::string::npos) << theirs;
+  EXPECT_EQ(magicube_last_error(), mine);
+  EXPECT_EQ(magicube_plan_describe(nullptr, buf, sizeof buf, &needed), MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(magicube_plan_describe("sddmm.s8xs8.v8.i32.sm_75", buf, sizeof buf, &needed), MAGICUBE_ERROR_INVALID);
+  try {
+    magicube::plan_describe("spmm.s17xs8.v8.i32.sm_90");
+    ADD_FAILURE() << "no exception";
+  } catch (const magicube::Error &e) {
+    EXPECT_EQ(e.kind(), magicube::Error::Kind::Invalid);
+    EXPECT_NE(std::string(e.what()).find("s17"), std::string::npos);
+  }
+}
+
+TEST(CApi, NullArgumentsAreRefusedNotDereferenced) {
+  magicube_op *op = nullptr;
+  EXPECT_EQ(magicube_op_create("spmm.s8xs8.v8.i32.sm_90", nullptr, 0, nullptr, nullptr), MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(magicube_op_create(nullptr, nullptr, 0, nullptr, &op), MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(op, nullptr);
+  int64_t v = 0;
+  EXPECT_EQ(magicube_op_query(nullptr, MAGICUBE_QUERY_V, &v), MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(magicube_pack(nullptr, nullptr, nullptr), MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(magicube_spmm_run(nullptr, nullptr, nullptr, nullptr, 1, nullptr, nullptr, nullptr, 0, nullptr),
+            MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(magicube_sddmm_run(nullptr, nullptr, nullptr, nullptr, nullptr, 1, nullptr, 0, nullptr, nullptr, 0, nullptr),
+            MAGICUBE_ERROR_INVALID);
+  magicube_op_destroy(nullptr);
+  magicube_packed_destroy(nullptr);
+  EXPECT_EQ(magicube_packed_bytes(nullptr), 0u);
+}
+
+// A 24 x 40 s8 weight with a few V=8 vectors (one row-block empty).
+std::vector<int8_t> small_weight() {
+  std::vector<int8_t> w(24 * 40, 0);
+  w[0 * 40 + 3] = 5, w[7 * 40 + 3] = -128, w[2 * 40 + 39] = 127, w[17 * 40 + 0] = -1, w[23 * 40 + 20] = 9;
+  return w;
+}
+
+TEST(CApi, OpHandlesTextsAndQueries) {
+  magicube_op *op = nullptr;
+  ASSERT_EQ(magicube_op_create("spmm.s8xs8.v8.i32.sm_90", nullptr, 0, nullptr, &op), MAGICUBE_SUCCESS)
+      << magicube_last_error();
+  int64_t v = 0;
+  ASSERT_EQ(magicube_op_query(op, MAGICUBE_QUERY_V, &v), MAGICUBE_SUCCESS);
+  EXPECT_EQ(v, 8);
+  ASSERT_EQ(magicube_op_query(op, MAGICUBE_QUERY_OUTPUT_DTYPE, &v), MAGICUBE_SUCCESS);
+  EXPECT_EQ(v, MAGICUBE_INT32);
+  ASSERT_EQ(magicube_op_query(op, MAGICUBE_QUERY_LHS_BITS, &v), MAGICUBE_SUCCESS);
+  EXPECT_EQ(v, -8);
+  ASSERT_EQ(magicube_op_query(op, MAGICUBE_QUERY_CANDIDATE, &v), MAGICUBE_SUCCESS);
+  EXPECT_GE(v, 0);
+  EXPECT_EQ(magicube_op_query(op, 99, &v), MAGICUBE_ERROR_INVALID);
+  char buf[4096];
+  size_t needed = 0;
+  ASSERT_EQ(magicube_op_text(op, MAGICUBE_TEXT_SPEC, buf, sizeof buf, &needed), MAGICUBE_SUCCESS);
+  EXPECT_EQ(std::string(buf).rfind("spmm.s8xs8.v8.n", 0), 0u) << buf;  // every knob pinned
+  ASSERT_EQ(magicube_op_text(op, MAGICUBE_TEXT_PLAN, buf, sizeof buf, &needed), MAGICUBE_SUCCESS);
+  EXPECT_EQ(std::string(buf), describe("spmm.s8xs8.v8.i32.sm_90"));
+  ASSERT_EQ(magicube_op_text(op, MAGICUBE_TEXT_CHOSEN_BY, buf, sizeof buf, &needed), MAGICUBE_SUCCESS);
+  EXPECT_EQ(std::string(buf).rfind("chosen by: ", 0), 0u) << buf;
+  ASSERT_EQ(magicube_op_text(op, MAGICUBE_TEXT_KERNEL, buf, sizeof buf, &needed), MAGICUBE_SUCCESS);
+  EXPECT_EQ(std::string(buf).rfind("magicube_spmm_", 0), 0u) << buf;
+  magicube_op_destroy(op);
+
+  // Pinned spec + candidate reproduce the plan in another op.
+  magicube::Op a("spmm.s12xu4.v4.i32.sm_80");
+  magicube::Op b(a.spec(), magicube::OpOptions{int(a.query(MAGICUBE_QUERY_CANDIDATE)), 0});
+  EXPECT_EQ(a.plan(), b.plan());
+  EXPECT_EQ(b.chosen_by(), "chosen by: flags");
+  EXPECT_EQ(a.output_element_bytes(), 4u);
+  EXPECT_GT(a.max_reduction_length(), 0);
+
+  // With a matrix: planned for it. An SDDMM op.
+  const auto w = small_weight();
+  magicube::Op m("spmm.s8xs8.v8.i32.sm_90", magicube::dense_matrix(w.data(), 24, 40), 64);
+  EXPECT_EQ(m.chosen_by().rfind("chosen by: ", 0), 0u);
+  magicube::Op s("sddmm.s8xs8.v8.f16+rc.sm_90");
+  EXPECT_TRUE(s.is_sddmm());
+  EXPECT_EQ(s.output_dtype(), MAGICUBE_FLOAT16);
+  EXPECT_EQ(s.query(MAGICUBE_QUERY_SCALE), 2);
+  try {
+    magicube::Op bad("spmm.s8xs8.v8.i32.sm_90", magicube::OpOptions{1000, 0});
+    ADD_FAILURE() << "candidate 1000 accepted";
+  } catch (const magicube::Error &e) {
+    EXPECT_EQ(e.kind(), magicube::Error::Kind::Invalid);
+  }
+}
+
+TEST(CApi, PackWritesASelfDescribingBlob) {
+  const auto w = small_weight();
+  magicube::Op op("spmm.s8xs8.v8.i32.sm_90");
+  magicube::Packed p = op.pack(magicube::dense_matrix(w.data(), 24, 40));
+  const magicube_packed_header &h = p.header();
+  EXPECT_EQ(h.magic, MAGICUBE_PACKED_MAGIC);
+  EXPECT_EQ(h.format_version, 1);
+  EXPECT_EQ(h.op, 0);
+  EXPECT_EQ(h.rows, 24);
+  EXPECT_EQ(h.cols, 40);
+  EXPECT_EQ(h.v, 8);
+  EXPECT_EQ(h.num_blocks, 3);
+  EXPECT_EQ(h.num_vectors, 4);  // (0..7, 3), (0..7, 39), (16..23, 0), (16..23, 20)
+  EXPECT_EQ(h.max_block_length, 2);
+  EXPECT_EQ(size_t(h.total_bytes), p.bytes());
+  EXPECT_EQ(p.bytes() % 256, 0u);
+  EXPECT_GE(h.num_planes, 1);
+  for (int64_t off : {h.row_ptr_offset, h.col_idx_offset, h.plane_offset[0]}) EXPECT_EQ(off % 256, 0);
+  static_assert(sizeof(magicube_packed_header) == MAGICUBE_PACKED_HEADER_BYTES, "32 int64s");
+  EXPECT_EQ(std::memcmp(p.data(), &h, sizeof h), 0);  // the blob starts with its header
+
+  magicube_packed_header read{};
+  EXPECT_EQ(magicube_packed_read_header(p.data(), p.bytes(), &read), MAGICUBE_SUCCESS);
+  EXPECT_EQ(std::memcmp(&read, &h, sizeof h), 0);
+  EXPECT_EQ(magicube_packed_read_header(p.data(), 100, &read), MAGICUBE_ERROR_INVALID);
+  EXPECT_EQ(magicube_packed_read_header(p.data(), p.bytes() - 256, &read), MAGICUBE_ERROR_INVALID);
+  std::vector<uint8_t> bad(static_cast<const uint8_t *>(p.data()), static_cast<const uint8_t *>(p.data()) + p.bytes());
+  bad[0] ^= 1;
+  EXPECT_EQ(magicube_packed_read_header(bad.data(), bad.size(), &read), MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("magic"), std::string::npos);
+
+  // The same matrix as BCRS vectors packs to the same bytes.
+  const std::vector<int64_t> block_ptr{0, 2, 2, 4};
+  const std::vector<int32_t> col{3, 39, 0, 20};
+  std::vector<int16_t> vals(4 * 8, 0);
+  for (int i = 0; i < 4; ++i)
+    for (int r = 0; r < 8; ++r) {
+      const int row = (i < 2 ? 0 : 16) + r;
+      vals[size_t(i * 8 + r)] = w[size_t(row * 40 + col[size_t(i)])];
+    }
+  magicube::Packed q = op.pack(magicube::bcrs_matrix(24, 40, 8, block_ptr.data(), col.data(), vals.data()));
+  ASSERT_EQ(q.bytes(), p.bytes());
+  EXPECT_EQ(std::memcmp(q.data(), p.data(), p.bytes()), 0);
+
+  // Values outside the lhs type, a wrong V, bad BCRS: refused by name.
+  magicube::Op s4("spmm.s4xs8.v8.i32.sm_90");
+  try {
+    s4.pack(magicube::dense_matrix(w.data(), 24, 40));
+    ADD_FAILURE() << "s4 accepted 127";
+  } catch (const magicube::Error &e) {
+    EXPECT_EQ(e.kind(), magicube::Error::Kind::Invalid);
+    EXPECT_NE(std::string(e.what()).find("lhs A"), std::string::npos) << e.what();
+  }
+  const std::vector<int32_t> unsorted{39, 3, 0, 20};
+  magicube_matrix m = magicube::bcrs_matrix(24, 40, 8, block_ptr.data(), unsorted.data(), vals.data());
+  magicube_packed *out = nullptr;
+  EXPECT_EQ(magicube_pack(op.get(), &m, &out), MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("increasing"), std::string::npos);
+  m = magicube::bcrs_matrix(24, 40, 4, block_ptr.data(), col.data(), vals.data());
+  EXPECT_EQ(magicube_pack(op.get(), &m, &out), MAGICUBE_ERROR_INVALID);
+  std::vector<float> f(24 * 40, 0.0f);
+  m = magicube_matrix{24, 40, MAGICUBE_FLOAT32, f.data(), nullptr, nullptr, 0};
+  EXPECT_EQ(magicube_pack(op.get(), &m, &out), MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("float32"), std::string::npos);
+
+  // An SDDMM mask: pointers, columns and BCRS offsets, no planes.
+  magicube::Op sd("sddmm.s8xs8.v8.i32.sm_90");
+  magicube::Packed mask = sd.pack(magicube::dense_matrix(w.data(), 24, 40));
+  EXPECT_EQ(mask.header().op, 1);
+  EXPECT_EQ(mask.header().num_planes, 0);
+  EXPECT_EQ(mask.header().num_vectors, 4);
+  int64_t elems = 0;
+  EXPECT_EQ(magicube_output_elements(&mask.header(), MAGICUBE_BCRS, &elems), MAGICUBE_SUCCESS);
+  EXPECT_EQ(elems, 32);
+  EXPECT_EQ(magicube_output_elements(&mask.header(), MAGICUBE_SRBCRS, &elems), MAGICUBE_SUCCESS);
+  EXPECT_EQ(elems, mask.header().num_slots * 8);
+  EXPECT_EQ(magicube_output_elements(&p.header(), 7, &elems), MAGICUBE_SUCCESS);
+  EXPECT_EQ(elems, 24 * 7);
+  EXPECT_EQ(op.output_bytes(p.header(), 7), 24u * 7 * 4);
+  magicube::Op f16("sddmm.s8xs8.v8.f16+rc.sm_90");
+  EXPECT_EQ(f16.output_bytes(f16.pack(magicube::dense_matrix(w.data(), 24, 40)).header(), MAGICUBE_BCRS), 32u * 2);
+  size_t bytes = 0;
+  EXPECT_EQ(magicube_output_bytes(op.get(), &mask.header(), MAGICUBE_BCRS, &bytes), MAGICUBE_ERROR_INVALID);
+}
+
+TEST(CApi, WorkspaceSizes) {
+  // K = 4096 rows of B; M = 64.
+  std::vector<int8_t> w(64 * 4096, 0);
+  for (int i = 0; i < 64 * 4096; i += 97) w[size_t(i)] = int8_t(i % 7 - 3);
+  void *aligned = reinterpret_cast<void *>(uintptr_t(0x10000));
+  auto ws = [&](const char *spec, magicube_dtype bt, magicube_layout bl, int64_t n, magicube_layout cl) {
+    magicube::Op op(spec);
+    magicube::Packed p = op.pack(magicube::dense_matrix(w.data(), 64, 4096));
+    magicube_dense b{aligned, bt, bl}, c{aligned, op.output_dtype(), cl};
+    return op.spmm_workspace_bytes(p.header(), b, n, c);
+  };
+  const char *s8 = "spmm.s8xs8.v8.n64.pf.i32.sm_90";
+  EXPECT_EQ(ws(s8, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR, 512, MAGICUBE_ROW_MAJOR), 0u);  // B read in place
+  EXPECT_EQ(ws(s8, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR, 300, MAGICUBE_ROW_MAJOR), 4096u * 512);
+  EXPECT_EQ(ws(s8, MAGICUBE_INT8, MAGICUBE_COL_MAJOR, 1, MAGICUBE_COL_MAJOR), 4096u * 256);  // n = 1: no transpose
+  EXPECT_EQ(ws(s8, MAGICUBE_INT8, MAGICUBE_COL_MAJOR, 16, MAGICUBE_COL_MAJOR), 4096u * 256 + 64 * 16 * 4);
+  EXPECT_EQ(ws(s8, MAGICUBE_INT16, MAGICUBE_ROW_MAJOR, 512, MAGICUBE_ROW_MAJOR), 4096u * 512);  // not bytes: repacked
+  EXPECT_EQ(ws("spmm.s8xu4.v8.n64.pf.i32.sm_90", MAGICUBE_UINT8, MAGICUBE_ROW_MAJOR, 256, MAGICUBE_ROW_MAJOR),
+            4096u * 256 / 2);
+  EXPECT_EQ(ws("spmm.s8xs8.v8.n64.pf.bf16+rc.sm_90", MAGICUBE_INT8, MAGICUBE_COL_MAJOR, 8, MAGICUBE_COL_MAJOR),
+            4096u * 256 + 64 * 8 * 2);
+
+  magicube::Op sd("sddmm.s8xs8.v8.n64.pf.i32.sm_90");
+  magicube::Packed mask = sd.pack(magicube::dense_matrix(w.data(), 64, 4096));  // M = 64, N = 4096
+  magicube_dense a{aligned, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR}, b{aligned, MAGICUBE_INT8, MAGICUBE_COL_MAJOR};
+  EXPECT_EQ(sd.sddmm_workspace_bytes(mask.header(), a, b, 128), 0u);  // both in place
+  EXPECT_EQ(sd.sddmm_workspace_bytes(mask.header(), a, b, 100), 64u * 256 + 4096 * 256);
+  b.layout = MAGICUBE_ROW_MAJOR;
+  EXPECT_EQ(sd.sddmm_workspace_bytes(mask.header(), a, b, 128), 4096u * 256);
+}
+
+TEST(CApi, RunRefusesBadArgumentsBeforeAnyDeviceWork) {
+  const auto w = small_weight();
+  magicube::Op op("spmm.s8xu8.v8.n64.pf.i32.sm_90");
+  magicube::Packed p = op.pack(magicube::dense_matrix(w.data(), 24, 40));
+  void *dev = reinterpret_cast<void *>(uintptr_t(0x10000));
+  static char ws_buf[1];
+  (void)ws_buf;
+  auto run = [&](const magicube_packed_header &h, magicube_dense b, int64_t n, magicube_dense c, size_t ws_bytes) {
+    return magicube_spmm_run(op.get(), &h, dev, &b, n, &c, nullptr, dev, ws_bytes, nullptr);
+  };
+  const magicube_dense b{dev, MAGICUBE_UINT8, MAGICUBE_ROW_MAJOR}, c{dev, MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
+  auto expect_invalid = [&](int status, const char *needle) {
+    EXPECT_EQ(status, MAGICUBE_ERROR_INVALID) << magicube_last_error();
+    EXPECT_NE(std::string(magicube_last_error()).find(needle), std::string::npos) << magicube_last_error();
+  };
+  expect_invalid(run(p.header(), b, 0, c, 1 << 20), "n: 0");
+  expect_invalid(run(p.header(), magicube_dense{dev, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR}, 8, c, 1 << 20),
+                 "cannot hold");
+  expect_invalid(run(p.header(), b, 8, magicube_dense{dev, MAGICUBE_FLOAT16, MAGICUBE_ROW_MAJOR}, 1 << 20), "c: dtype");
+  expect_invalid(run(p.header(), magicube_dense{dev, MAGICUBE_UINT8, magicube_layout(7)}, 8, c, 1 << 20), "layout");
+  expect_invalid(run(p.header(), b, 8, c, 10), "workspace");
+  magicube::Op other("spmm.s8xu8.v8.n128.pf.i32.sm_90");
+  magicube::Packed po = other.pack(magicube::dense_matrix(w.data(), 24, 40));
+  expect_invalid(run(po.header(), b, 8, c, 1 << 20), "another plan");
+  magicube_packed_header bad = p.header();
+  bad.magic = 0;
+  expect_invalid(run(bad, b, 8, c, 1 << 20), "magic");
+  magicube::Op sd("sddmm.s8xs8.v8.i32.sm_90");
+  magicube::Packed mask = sd.pack(magicube::dense_matrix(w.data(), 24, 40));
+  expect_invalid(run(mask.header(), b, 8, c, 1 << 20), "SDDMM mask");
+  // A float output whose spec needs scales gets none.
+  magicube::Op f("spmm.s8xu8.v8.n64.pf.bf16+rc.sm_90");
+  magicube::Packed pf = f.pack(magicube::dense_matrix(w.data(), 24, 40));
+  const magicube_dense cf{dev, MAGICUBE_BFLOAT16, MAGICUBE_ROW_MAJOR};
+  EXPECT_EQ(magicube_spmm_run(f.get(), &pf.header(), dev, &b, 8, &cf, nullptr, dev, 1 << 20, nullptr),
+            MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("row_scale"), std::string::npos) << magicube_last_error();
+  // An integer output given scales.
+  const float *fake = reinterpret_cast<const float *>(dev);
+  magicube_epilogue e{1.0f, fake, fake, nullptr};
+  EXPECT_EQ(magicube_spmm_run(op.get(), &p.header(), dev, &b, 8, &c, &e, dev, 1 << 20, nullptr), MAGICUBE_ERROR_INVALID);
+  // SDDMM: K longer than an int32 output allows.
+  magicube::Op s16("sddmm.s16xs16.v8.i32.sm_90");
+  magicube::Packed m16 = s16.pack(magicube::dense_matrix(w.data(), 24, 40));
+  const magicube_dense a16{dev, MAGICUBE_INT16, MAGICUBE_ROW_MAJOR}, b16{dev, MAGICUBE_INT16, MAGICUBE_COL_MAJOR};
+  EXPECT_EQ(magicube_sddmm_run(s16.get(), &m16.header(), dev, &a16, &b16, 1 << 20, dev, MAGICUBE_BCRS, nullptr, dev,
+                               1 << 30, nullptr),
+            MAGICUBE_ERROR_INVALID);
+}
+
+// ---- GPU: host operands through the whole device path -----------------------------------------
+
+// C (M x N) = A (M x K) x B (K x N), int64.
+std::vector<int64_t> naive_spmm(const std::vector<int8_t> &a, const std::vector<int8_t> &b, int64_t m, int64_t k,
+                                int64_t n) {
+  std::vector<int64_t> c(size_t(m * n), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t t = 0; t < k; ++t)
+      if (a[size_t(i * k + t)])
+        for (int64_t j = 0; j < n; ++j) c[size_t(i * n + j)] += int64_t(a[size_t(i * k + t)]) * b[size_t(t * n + j)];
+  return c;
+}
+
+bool have_gpu(const magicube::Op &op, std::string *why) {
+  const int s = magicube_op_load(op.get());
+  if (s == MAGICUBE_ERROR_NO_GPU) {
+    *why = magicube_last_error();
+    return false;
+  }
+  EXPECT_EQ(s, MAGICUBE_SUCCESS) << magicube_last_error();
+  return true;
+}
+
+TEST(CApiGpu, SpmmHostOperandsMatchTheReferenceInEveryLayout) {
+  magicube::Op probe("spmm.s8xs8.v8.n64.pf.i32.sm_80");
+  std::string why;
+  if (!have_gpu(probe, &why)) GTEST_SKIP() << why;
+  std::mt19937_64 rng(3);
+  const int64_t m = 50, k = 300;
+  std::vector<int8_t> a(size_t(m * k), 0);
+  for (int64_t blk = 0; blk * 8 < m; ++blk)
+    for (int64_t t = 0; t < k; ++t)
+      if (rng() % 4 == 0)
+        for (int r = 0; r < 8 && blk * 8 + r < m; ++r) a[size_t((blk * 8 + r) * k + t)] = int8_t(int(rng() % 256) - 128);
+  for (int64_t n : {1, 7, 256, 300}) {
+    std::vector<int8_t> b(size_t(k * n));
+    for (auto &x : b) x = int8_t(int(rng() % 256) - 128);
+    const auto want = naive_spmm(a, b, m, k, n);
+    magicube::Op op("spmm.s8xs8.v8.i32.sm_80", magicube::dense_matrix(a.data(), m, k), n);
+    magicube::Packed pa = op.pack(magicube::dense_matrix(a.data(), m, k));
+    for (auto bl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR})
+      for (auto cl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR}) {
+        std::vector<int8_t> bsrc = b;
+        if (bl == MAGICUBE_COL_MAJOR)
+          for (int64_t t = 0; t < k; ++t)
+            for (int64_t j = 0; j < n; ++j) bsrc[size_t(j * k + t)] = b[size_t(t * n + j)];
+        std::vector<int32_t> c(size_t(m * n), -1);
+        op.spmm_host(pa, magicube_dense{bsrc.data(), MAGICUBE_INT8, bl}, n, magicube_dense{c.data(), MAGICUBE_INT32, cl});
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            const int64_t got = cl == MAGICUBE_ROW_MAJOR ? c[size_t(i * n + j)] : c[size_t(j * m + i)];
+            ASSERT_EQ(got, want[size_t(i * n + j)]) << "n=" << n << " b " << bl << " c " << cl << " at " << i << "," << j;
+          }
+      }
+  }
+}
+
+}  // namespace
