@@ -531,6 +531,36 @@ TEST(ApiGpu, SpmmFloatOutputsEqualTheRoundedReference) {
   }
 }
 
+// Signed zero on the GPU (item 6 of the hardening issue): an exact sum of 0 under a negative
+// scale stores -0, as the CPU reference (shared formula) and IEEE/PyTorch do; a positive
+// scale stores +0. B is all zeros, so every sum is 0.
+TEST(ApiGpu, ZeroSumsUnderANegativeScaleStoreNegativeZero) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(21);
+  const std::string arch = ctx->compute_capability() >= 90 ? "sm_90" : "sm_80";
+  for (std::string out : {"f32", "f16", "bf16"}) {
+    for (float alpha : {-0.5f, 0.5f}) {
+      OpSpec spec = magicube::parse_spec("spmm.s8xs8.v8.n64.pf." + out + "+t." + arch);
+      const int64_t m = 32, k = 64, n = 64;
+      magicube::VectorSparse a = random_vector_sparse(rng, m, k, spec.v, k, spec.lhs);
+      std::vector<int64_t> b(k * n, 0);
+      magicube::EpilogueArgs e;
+      e.alpha = alpha;
+      std::vector<int64_t> got = magicube::spmm_host(spec, a, b, n, e);
+      const int64_t want = stored_bits(spec.out, magicube::dequantize(spec, 0, e, 0, 0));
+      EXPECT_EQ(want, alpha < 0 ? (spec.out == OutType::F32 ? 0x80000000ll : 0x8000) : 0) << out;
+      for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(got[i], want) << out << " alpha " << alpha << " element " << i;
+      OpSpec sd = magicube::parse_spec("sddmm.s8xs8.v8.n64.pf." + out + "+t." + arch);
+      magicube::VectorSparse mask = random_vector_sparse(rng, m, n, sd.v, 8, ElemType{1, false});
+      std::vector<int64_t> da = random_dense(rng, m * k, sd.lhs), db(k * n, 0);
+      std::vector<int64_t> s = magicube::sddmm_host(sd, mask, da, db, k, SparseLayout::Bcrs, e);
+      ASSERT_EQ(int64_t(s.size()), mask.num_vectors() * sd.v);
+      for (int64_t i = 0; i < int64_t(s.size()); ++i)  // M is a multiple of V: every row is real
+        ASSERT_EQ(s[i], want) << "sddmm " << out << " alpha " << alpha << " element " << i;
+    }
+  }
+}
+
 TEST(ApiGpu, SddmmHostIsBitExact) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::mt19937_64 rng(19);
