@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,7 +31,10 @@ std::string describe(const char *spec) {
 
 std::string run_cli(const std::string &args) {
   // No GPU for the child: `plan` then uses the arch's reference device, as the C ABI does.
-  std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + MAGICUBE_CLI + " plan " + args + " 2>&1";
+  // The CLI of this build, or the one MAGICUBE_CLI_PATH names (binaries carried to another machine).
+  const char *env = std::getenv("MAGICUBE_CLI_PATH");
+  const std::string exe = env && *env ? env : MAGICUBE_CLI;
+  std::string cmd = "CUDA_VISIBLE_DEVICES= " + exe + " plan " + args + " 2>&1";
   std::string out;
   FILE *p = popen(cmd.c_str(), "r");
   if (!p) return out;
