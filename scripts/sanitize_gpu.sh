@@ -46,15 +46,16 @@ for tool in "${tools[@]}"; do
     flags=${c#*|}
     [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
     log="$out/$tool-$name.log"
-    extra=()
-    [ "$tool" = initcheck ] && extra=(--track-unused-memory no)
+    extra=()  # (initcheck's --track-unused-memory is a switch, off by default: nothing to add)
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
     "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "${extra[@]}" \
       "$bin/magicube" run $flags --repeat=1 --warmup=0 >"$log" 2>&1
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
+    # memcheck/initcheck/synccheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)"
     errors=$(grep -o 'ERROR SUMMARY: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
+    [ -n "$errors" ] || errors=$(grep -o 'RACECHECK SUMMARY: .*(\([0-9]*\) errors' "$log" | tail -1 | sed 's/.*(\([0-9]*\) errors/\1/')
     exact=$(grep -o '^exact: [a-z]*' "$log" | tail -1 | cut -d' ' -f2)
     if grep -q "^magicube: no GPU" "$log"; then
       verdict="skipped (no GPU)"
