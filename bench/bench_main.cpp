@@ -139,17 +139,6 @@ std::string targets_section(const std::string &md) {
   return md.substr(a, b == std::string::npos ? std::string::npos : b - a + 1);
 }
 
-// Device 0's context, held to the end of the process: the loaded-kernel cache (a static
-// made later, so destroyed earlier) unloads its modules while it is alive.
-llvm::Expected<Context *> process_context() {
-  static std::optional<Context> ctx;
-  if (!ctx) {
-    auto created = Context::create(0);
-    if (!created) return created.takeError();
-    ctx.emplace(std::move(*created));
-  }
-  return &*ctx;
-}
 
 int run(const bench::BenchOptions &o, int argc, char **argv) {
   // ---- what needs no GPU: options, paths ----

@@ -7,6 +7,7 @@
 
 #include <nvrtc.h>
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "support/log.h"
 
@@ -113,7 +114,7 @@ llvm::Expected<std::string> nvrtc_compile(const std::string &source, const std::
     if (compiled != NVRTC_ERROR_INVALID_OPTION) break;
     // An older NVRTC without the compile-time options: the same compile once more without them.
     const size_t before = options.size();
-    std::erase_if(options, [](const std::string &o) { return o == "-minimal" || o.rfind("--Ofast-compile", 0) == 0; });
+    llvm::erase_if(options, [](const std::string &o) { return o == "-minimal" || o.rfind("--Ofast-compile", 0) == 0; });
     if (options.size() == before) break;
   }
 

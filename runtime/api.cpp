@@ -143,6 +143,13 @@ Dispatched plan_op(const OpSpec &spec, const MatrixSignature *sig, const SpmmOpt
   return take(dispatch(spec, sig, dev, options.candidate), Error::Kind::Invalid);
 }
 
+// The op's plan and where it came from.
+void adopt(OpState &st, Dispatched d, const SpmmOptions &options) {
+  st.plan = std::move(d.plan);
+  st.chosen_by = d.chosen_by();
+  st.options = options;
+}
+
 int64_t reduction_bound(const Plan &p) { return p.spec.out == OutType::Int32 ? p.max_exact_k : p.max_term_k; }
 
 // `count` output elements of type `t`, widened to int64 (integers sign-extended, float bit
@@ -222,41 +229,20 @@ int device_arch(int device) {
   return best;
 }
 
-double stored_value(OutType out, int64_t element) {
-  switch (out) {
-    case OutType::Int32:
-    case OutType::Int64: return double(element);
-    case OutType::F16: return f16_value(uint16_t(element));
-    case OutType::BF16: return bf16_value(uint16_t(element));
-    case OutType::F32: {
-      uint32_t u = uint32_t(element);
-      float f;
-      std::memcpy(&f, &u, 4);
-      return f;
-    }
-  }
-  return 0;
-}
 
 // ---- Spmm --------------------------------------------------------------------------------
 
 struct Spmm::State : OpState {};
 
 Spmm::Spmm(const OpSpec &spec, SpmmOptions options) : state_(std::make_shared<State>()) {
-  Dispatched d = plan_op(spec, nullptr, options, OpKind::SpMM, "Spmm");
-  state_->plan = std::move(d.plan);
-  state_->chosen_by = d.chosen_by();
-  state_->options = options;
+  adopt(*state_, plan_op(spec, nullptr, options, OpKind::SpMM, "Spmm"), options);
 }
 
 Spmm::Spmm(const OpSpec &spec, const VectorSparse &a, int64_t n, SpmmOptions options)
     : state_(std::make_shared<State>()) {
   if (n < 1) throw Error(Error::Kind::Invalid, "n: " + std::to_string(n) + " columns of B (allowed: >= 1)");
   const MatrixSignature sig = spmm_signature(a, n);
-  Dispatched d = plan_op(spec, &sig, options, OpKind::SpMM, "Spmm");
-  state_->plan = std::move(d.plan);
-  state_->chosen_by = d.chosen_by();
-  state_->options = options;
+  adopt(*state_, plan_op(spec, &sig, options, OpKind::SpMM, "Spmm"), options);
 }
 
 const std::string &Spmm::chosen_by() const { return state_->chosen_by; }
@@ -378,20 +364,14 @@ int64_t HostMask::output_index(SparseLayout l, int64_t vector, int row) const {
 struct Sddmm::State : OpState {};
 
 Sddmm::Sddmm(const OpSpec &spec, SddmmOptions options) : state_(std::make_shared<State>()) {
-  Dispatched d = plan_op(spec, nullptr, options, OpKind::SDDMM, "Sddmm");
-  state_->plan = std::move(d.plan);
-  state_->chosen_by = d.chosen_by();
-  state_->options = options;
+  adopt(*state_, plan_op(spec, nullptr, options, OpKind::SDDMM, "Sddmm"), options);
 }
 
 Sddmm::Sddmm(const OpSpec &spec, const VectorSparse &mask, int64_t k, SddmmOptions options)
     : state_(std::make_shared<State>()) {
   if (k < 1) throw Error(Error::Kind::Invalid, "k: " + std::to_string(k) + " is not a reduction length (allowed: >= 1)");
   const MatrixSignature sig = sddmm_signature(mask, k);
-  Dispatched d = plan_op(spec, &sig, options, OpKind::SDDMM, "Sddmm");
-  state_->plan = std::move(d.plan);
-  state_->chosen_by = d.chosen_by();
-  state_->options = options;
+  adopt(*state_, plan_op(spec, &sig, options, OpKind::SDDMM, "Sddmm"), options);
 }
 
 const std::string &Sddmm::chosen_by() const { return state_->chosen_by; }

@@ -468,4 +468,14 @@ llvm::Expected<float> elapsed_ms(const Event &start, const Event &stop) {
   return ms;
 }
 
+llvm::Expected<Context *> process_context() {
+  static std::optional<Context> ctx;
+  if (!ctx) {
+    auto created = Context::create(0);
+    if (!created) return created.takeError();
+    ctx.emplace(std::move(*created));
+  }
+  return &*ctx;
+}
+
 }  // namespace magicube

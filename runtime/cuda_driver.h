@@ -238,4 +238,9 @@ llvm::Expected<std::vector<T>> DeviceBuffer::download(size_t count, size_t offse
   return host;
 }
 
+// Device 0's context, created on first use and held to the end of the process: the
+// loaded-kernel cache (a static made later, so destroyed earlier) unloads its modules while
+// it is alive. For programs (the CLI, the benchmark); the API uses primary contexts.
+llvm::Expected<Context *> process_context();
+
 }  // namespace magicube

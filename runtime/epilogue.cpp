@@ -39,4 +39,20 @@ double bf16_value(uint16_t h) {
   return f;
 }
 
+double stored_value(OutType out, int64_t element) {
+  switch (out) {
+    case OutType::Int32:
+    case OutType::Int64: return double(element);
+    case OutType::F16: return f16_value(uint16_t(element));
+    case OutType::BF16: return bf16_value(uint16_t(element));
+    case OutType::F32: {
+      uint32_t u = uint32_t(element);
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+  }
+  return 0;
+}
+
 }  // namespace magicube

@@ -25,4 +25,8 @@ uint16_t bf16_bits(double x);
 double f16_value(uint16_t bits);
 double bf16_value(uint16_t bits);
 
+// The value of one stored output element: an integer output's value, or the float (f32,
+// f16, bf16) whose bit pattern `element` holds (zero-extended into int64).
+double stored_value(OutType out, int64_t element);
+
 }  // namespace magicube

@@ -16,6 +16,15 @@ namespace magicube {
 
 namespace {
 
+// The device copy of what `pack` packs for key `key`, packed and uploaded once per key.
+template <class Device, class Pack>
+llvm::Expected<const Device *> upload_once(std::map<std::string, Device> &cache, const std::string &key, Pack pack) {
+  if (auto it = cache.find(key); it != cache.end()) return &it->second;
+  auto packed = pack();
+  if (!packed) return packed.takeError();
+  return &cache.emplace(key, std::move(*packed)).first->second;
+}
+
 // Unit scales and a zero bias: a float epilogue runs with every pointer it needs.
 EpilogueArgs unit_epilogue(const OpSpec &spec, int64_t rows, int64_t cols) {
   EpilogueArgs e;
@@ -38,14 +47,6 @@ int64_t stored(const OpSpec &spec, int64_t acc, double x) {
     case OutType::BF16: return bf16_bits(x);
   }
   return acc;
-}
-double value_of(OutType t, int64_t bits) {
-  if (t == OutType::F16) return f16_value(uint16_t(bits));
-  if (t == OutType::BF16) return bf16_value(uint16_t(bits));
-  uint32_t u = uint32_t(bits);
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 std::string chunks_key(const std::vector<Chunk> &cs) {
@@ -80,25 +81,23 @@ class SpmmPipeline : public Pipeline {
     if (p.shuffle_b)
       for (int x : p.shuffle) lk += "s" + std::to_string(x);
     if (p.spec.resident) lk += " bank-balanced";
-    if (!lhs_.count(lk)) {
+    auto da = upload_once(lhs_, lk, [&]() -> llvm::Expected<DeviceLhs> {
       auto layout = build_srbcrs(a_, p);
       if (!layout) return layout.takeError();
       auto packed = pack_lhs(*layout, p);
       if (!packed) return packed.takeError();
-      auto d = upload(*packed, *layout);
-      if (!d) return d.takeError();
-      lhs_.emplace(lk, std::move(*d));
-    }
-    std::string rk = chunks_key(p.rhs) + (p.spec.resident ? " slices of " + std::to_string(p.spec.bsn) : "");
-    if (!rhs_.count(rk)) {
+      return upload(*packed, *layout);
+    });
+    if (!da) return da.takeError();
+    const std::string rk = chunks_key(p.rhs) + (p.spec.resident ? " slices of " + std::to_string(p.spec.bsn) : "");
+    auto db = upload_once(rhs_, rk, [&]() -> llvm::Expected<DeviceRhs> {
       auto packed = pack_rhs(b_, a_.cols, n_, p);
       if (!packed) return packed.takeError();
-      auto d = upload(*packed);
-      if (!d) return d.takeError();
-      rhs_.emplace(rk, std::move(*d));
-    }
-    cur_a_ = &lhs_.at(lk);
-    cur_b_ = &rhs_.at(rk);
+      return upload(*packed);
+    });
+    if (!db) return db.takeError();
+    cur_a_ = *da;
+    cur_b_ = *db;
     if (auto e = allocate_output()) return e;
     return upload_epilogue_once();
   }
@@ -148,23 +147,20 @@ class SddmmPipeline : public Pipeline {
       if (!dm) return dm.takeError();
       dm_.emplace(std::move(*dm));
     }
-    std::string lk = chunks_key(p.lhs), rk = chunks_key(p.rhs);
-    if (!lhs_.count(lk)) {
+    auto da = upload_once(lhs_, chunks_key(p.lhs), [&]() -> llvm::Expected<DeviceDense> {
       auto packed = pack_sddmm_lhs(a_, mask_.rows, k_, p);
       if (!packed) return packed.takeError();
-      auto d = upload(*packed);
-      if (!d) return d.takeError();
-      lhs_.emplace(lk, std::move(*d));
-    }
-    if (!rhs_.count(rk)) {
+      return upload(*packed);
+    });
+    if (!da) return da.takeError();
+    auto db = upload_once(rhs_, chunks_key(p.rhs), [&]() -> llvm::Expected<DeviceDense> {
       auto packed = pack_sddmm_rhs(b_, k_, mask_.cols, p);
       if (!packed) return packed.takeError();
-      auto d = upload(*packed);
-      if (!d) return d.takeError();
-      rhs_.emplace(rk, std::move(*d));
-    }
-    cur_a_ = &lhs_.at(lk);
-    cur_b_ = &rhs_.at(rk);
+      return upload(*packed);
+    });
+    if (!db) return db.takeError();
+    cur_a_ = *da;
+    cur_b_ = *db;
     if (auto e = allocate_output()) return e;
     return upload_epilogue_once();
   }
@@ -278,7 +274,7 @@ llvm::Expected<Verification> Pipeline::verify(double budget) {
         return;
       }
       if (floating) {
-        const double y = value_of(spec_.out, g);
+        const double y = stored_value(spec_.out, g);
         if (!std::isfinite(y)) ++v.nonfinite;
         else if (x != 0) v.max_rel = std::max(v.max_rel, std::fabs(y - x) / std::fabs(x));
       }

@@ -123,15 +123,6 @@ int no_gpu_exit(const std::string &why) {
   return 2;
 }
 
-llvm::Expected<Context *> process_context() {
-  static std::optional<Context> ctx;
-  if (!ctx) {
-    auto created = Context::create(0);
-    if (!created) return created.takeError();
-    ctx.emplace(std::move(*created));
-  }
-  return &*ctx;
-}
 
 llvm::Expected<int> device_plan_arch(const Context &ctx) {
   const int arch = plan_arch_for_device(ctx.compute_capability());

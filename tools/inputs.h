@@ -47,9 +47,6 @@ int plan_arch_for_device(int cc);
 // Prints "magicube: no GPU: <why>" and returns exit status 2 (nothing was run).
 int no_gpu_exit(const std::string &why);
 
-// Device 0's context, created once and held to the end of the process: the loaded-kernel
-// cache (a static made later, so destroyed earlier) unloads its modules while it is alive.
-llvm::Expected<Context *> process_context();
 
 // The arch to plan for on `ctx`'s device, or an error naming the device and what is supported.
 llvm::Expected<int> device_plan_arch(const Context &ctx);

@@ -34,15 +34,6 @@
 namespace magicube::tool {
 
 namespace {
-// The value of stored bits.
-double stored_value(OutType t, int64_t bits) {
-  if (t == OutType::F16) return f16_value(uint16_t(bits));
-  if (t == OutType::BF16) return bf16_value(uint16_t(bits));
-  uint32_t u = uint32_t(bits);
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 // The unit roundoff of a float output (half an ulp at 1, relative).
 double unit_roundoff(OutType t) { return t == OutType::F32 ? 0x1p-24 : t == OutType::F16 ? 0x1p-11 : 0x1p-8; }
 
