@@ -46,20 +46,10 @@ std::string join(const std::string &dir, const std::string &name) {
   return std::string(p.str());
 }
 
-std::string random_suffix() {
-  static thread_local std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(getpid()) << 32) ^
-                                          uint64_t(std::time(nullptr))};
-  static const char digits[] = "0123456789abcdef";
-  uint64_t r = rng();
-  std::string s;
-  for (int i = 0; i < 16; ++i, r >>= 4) s += digits[r & 15];
-  return s;
-}
-
 // Creates a new file "<dir>/<prefix>.tmp.<pid>.<rand>" with O_EXCL; returns fd and name.
 int create_temp(const std::string &dir, const std::string &prefix, std::string &name, int &err) {
   for (int attempt = 0; attempt < 16; ++attempt) {
-    name = join(dir, prefix + kTmpInfix.str() + std::to_string(getpid()) + "." + random_suffix());
+    name = join(dir, prefix + kTmpInfix.str() + std::to_string(getpid()) + "." + random_hex16());
     int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0) return fd;
     err = errno;

@@ -19,15 +19,6 @@ llvm::Error make_error(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-std::string random_hex16() {
-  static thread_local std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(getpid()) << 32) ^
-                                          uint64_t(std::time(nullptr))};
-  static const char digits[] = "0123456789abcdef";
-  uint64_t r = rng();
-  std::string s;
-  for (int i = 0; i < 16; ++i, r >>= 4) s += digits[r & 15];
-  return s;
-}
 
 bool write_all(int fd, const char *data, size_t n, int &err) {
   while (n > 0) {
@@ -44,6 +35,16 @@ bool write_all(int fd, const char *data, size_t n, int &err) {
 }
 
 }  // namespace
+
+std::string random_hex16() {
+  static thread_local std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(getpid()) << 32) ^
+                                          uint64_t(std::time(nullptr))};
+  static const char digits[] = "0123456789abcdef";
+  uint64_t r = rng();
+  std::string s;
+  for (int i = 0; i < 16; ++i, r >>= 4) s += digits[r & 15];
+  return s;
+}
 
 llvm::Error write_file_atomic(const std::string &path, llvm::StringRef bytes, llvm::StringRef what) {
   std::string tmp;

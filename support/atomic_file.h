@@ -32,4 +32,7 @@ llvm::Error write_file_atomic(const std::string &path, llvm::StringRef bytes, ll
 // mid-write: "<path>" + kAtomicTempInfix + "<pid>.<16 hex digits>".
 inline constexpr llvm::StringLiteral kAtomicTempInfix = ".tmp.";
 
+// 16 random hex digits (the temp files' suffix), from a per-thread generator.
+std::string random_hex16();
+
 }  // namespace magicube
