@@ -301,6 +301,9 @@ class Suite {
   bool alive();
   void add(ResultRow r) { out_.rows.push_back(std::move(r)); }
 
+  // Our spec for a problem: no knob pinned, int32 output where it is exact for the
+  // reduction, else int64.
+  OpSpec ours_spec(OpKind op, const Precision &p, int v, int64_t reduction) const;
   // The dispatch's plan (runtime/dispatch.h) for the problem with signature `sig` (null: no
   // matrix, the policy's defaults); `how`, when given, gets " [chosen by: ...]".
   llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
@@ -418,11 +421,7 @@ void Suite::guarded(ResultRow row, const std::function<void(ResultRow &)> &fn) {
   add(std::move(row));
 }
 
-llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
-                                        const MatrixSignature *sig, std::string *how) {
-  // The library's dispatch, as `magicube run` and the API use it: no knob pinned, so a stored
-  // tuning record for the problem when there is one, else the policy (runtime/policy.h). The
-  // output is int32 where it is exact for the reduction, else int64.
+OpSpec Suite::ours_spec(OpKind op, const Precision &p, int v, int64_t reduction) const {
   OpSpec s;
   s.op = op;
   s.lhs = p.lhs;
@@ -431,7 +430,15 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
   s.arch = arch_;
   s.pinned = 0;
   s.out = max_exact_k(p.lhs, p.rhs) >= reduction ? OutType::Int32 : OutType::Int64;
-  auto d = dispatch(s, sig, device_facts(ctx_));
+  return s;
+}
+
+llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
+                                        const MatrixSignature *sig, std::string *how) {
+  // The library's dispatch, as `magicube run` and the API use it: no knob pinned, so a stored
+  // tuning record for the problem when there is one, else the policy (runtime/policy.h). The
+  // sparse kernel: the dense route is the llm section's (llm_ours).
+  auto d = dispatch(ours_spec(op, p, v, reduction), sig, device_facts(ctx_));
   if (!d) return d.takeError();
   if (how) *how = " [" + d->chosen_by() + "]";
   return std::move(d->plan);
@@ -864,11 +871,49 @@ void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::v
 
 void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b) {
   llm_sparse(pb, a, b);
-  // The route the dispatch takes: the sparse kernel (the only one it has today).
-  ResultRow ours = out_.rows.back();
-  ours.contender = kOurs;
-  if (ours.status == "ok") ours.config += " [route: sparse kernel]";
-  add(std::move(ours));
+  ResultRow sparse = out_.rows.back();
+  // The route the dispatch takes with the dense route allowed, as `magicube run` does: the
+  // sparse kernel measured above, or the dense int8 GEMM where the policy's model says so.
+  ResultRow row = sparse;
+  row.contender = kOurs;
+  const MatrixSignature sig = spmm_signature(a, pb.n);
+  auto d = dispatch(ours_spec(OpKind::SpMM, pb.precision, a.v, a.max_block_length()), &sig, device_facts(ctx_), -1,
+                    nullptr, DenseRoute::Allowed);
+  if (!d) {
+    row.status = "error", row.note = "dispatch: " + msg(d.takeError());
+    add(std::move(row));
+    return;
+  }
+  if (d->route == Route::Sparse) {
+    if (row.status == "ok") row.config += " [route: sparse, " + d->route_why + "]";
+    add(std::move(row));
+    return;
+  }
+  row.ms = kNaN, row.tops = kNaN, row.exact.clear(), row.note.clear(), row.status.clear();
+  guarded(row, [&](ResultRow &r) {
+    auto fail = [&](llvm::Error e, const char *stage) {
+      r.status = "error";
+      r.note = std::string(stage) + ": " + msg(std::move(e));
+    };
+    r.out = out_name(d->plan.spec.out);
+    auto pipe = Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n);
+    if (auto e = pipe->prepare_dense(ctx_)) return fail(std::move(e), "dense route");
+    if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
+    if (auto e = pipe->launch_dense(stream())) return fail(std::move(e), "launch");
+    if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
+      return fail(cuda_error("cudaStreamSynchronize after the first run", st), "run");
+    auto checked = pipe->verify(kLlmCheckBudget);
+    if (!checked) return fail(checked.takeError(), "verify");
+    r.exact = exact_text(*checked, "C");
+    auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe->launch_dense(stream()); }, llm_timing(pb.n));
+    if (!ms) return fail(ms.takeError(), "timing");
+    r.ms = *ms;
+    r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
+    r.bytes = llm_dense_bytes(pb.m, pb.k, pb.n);
+    r.config = fmt::format("dense route: {} [route: dense, {}] [moves {:.0f} bytes]", pipe->dense_describe(),
+                           d->route_why, r.bytes);
+    r.status = "ok";
+  });
 }
 
 void Suite::llm() {

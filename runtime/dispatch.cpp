@@ -49,7 +49,7 @@ llvm::Error choose_route(Dispatched &d, const OpSpec &base, const MatrixSignatur
   if (dense == DenseRoute::Never || base.op != OpKind::SpMM) return llvm::Error::success();
   if (dense == DenseRoute::Forced) {
     if (std::string why = dense_route_refusal(d.plan.spec); !why.empty())
-      return err("route: the dense route cannot run " + to_string(d.plan.spec) + ": " + why);
+      return err("route: the dense route cannot run " + to_string(base) + ": " + why);
     if (std::string why = dense_library_unavailable(); !why.empty()) return err("route: dense route unavailable: " + why);
     d.route = Route::Dense;
     d.route_why = "asked for";

@@ -146,6 +146,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
 
 RouteChoice route_policy(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev) {
   if (std::string why = dense_route_refusal(plan.spec); !why.empty()) return {Route::Sparse, "dense route not offered: " + why};
+  if (sig.k % 4 != 0)
+    return {Route::Sparse, fmt::format("dense route not offered: K={} is not a multiple of 4 (cuBLASLt's int8 kernels)", sig.k)};
   const RouteEstimate e = estimate_routes(plan, sig, dev);
   if (e.sparse_us * kSparseMargin <= e.dense_us) return {Route::Sparse, "faster here (" + e.str() + ")"};
   if (std::string why = dense_library_unavailable(); !why.empty())
