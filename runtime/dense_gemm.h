@@ -51,8 +51,10 @@ class DenseGemm {
   size_t workspace_bytes() const { return workspace_; }
   int algorithms() const;  // heuristic results kept (select() picks among them)
 
-  // Times each kept algorithm (`reps` runs after one warm-up, on `stream`, synchronizing) on
-  // these buffers and keeps the fastest. Optional: without it run() uses the heuristic's first.
+  // Times each kept algorithm (one warm-up, then `reps` runs each after an L2 flush, on
+  // `stream`, synchronizing; a scratch buffer of twice the L2 is allocated for the flush) on
+  // these buffers and keeps the fastest median. Optional: without it run() uses the
+  // heuristic's first.
   llvm::Error select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace,
                      CUstream stream = nullptr, int reps = 3);
   // Enqueues C = A x B on `stream`; no allocation, no synchronization.
