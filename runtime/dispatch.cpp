@@ -1,5 +1,7 @@
 #include "runtime/dispatch.h"
 
+#include <fmt/format.h>
+
 #include "support/log.h"
 #include "compiler/planner.h"
 #include "runtime/autotune.h"
@@ -57,7 +59,13 @@ llvm::Error choose_route(Dispatched &d, const OpSpec &base, const MatrixSignatur
   }
   if (!sig) d.route_why = "no matrix given";
   else if (base.pinned || candidate >= 0) d.route_why = "kernel knobs pinned";
-  else {
+  else if (d.source == ChoiceSource::TunedRecord && d.tuned_dense_ms > 0) {  // timed on this GPU: no model needed
+    d.route = d.tuned_dense_ms < d.tuned_ms ? Route::Dense : Route::Sparse;
+    d.route_why = fmt::format("tuned: sparse {:.4f} ms, dense {:.4f} ms", d.tuned_ms, d.tuned_dense_ms);
+    if (d.route == Route::Dense)
+      if (std::string why = dense_library_unavailable(); !why.empty())
+        d.route = Route::Sparse, d.route_why += ", but the dense route is unavailable: " + why;
+  } else {
     RouteChoice r = route_policy(d.plan, *sig, dev);
     d.route = r.route;
     d.route_why = std::move(r.why);
@@ -101,6 +109,8 @@ llvm::Expected<Dispatched> dispatch_kernel(const OpSpec &base, const MatrixSigna
           if (bad.empty()) {
             d.plan = std::move(p);
             d.source = ChoiceSource::TunedRecord;
+            d.tuned_ms = c->median_ms;
+            d.tuned_dense_ms = c->dense_ms;
             d.record = store->record_path(make_tune_key(base, dev.name, *sig));
             return d;
           }

@@ -39,6 +39,7 @@ struct Dispatched {
   std::string route_why;        // why this route ("" when the dense route was not asked about)
   ChoiceSource source = ChoiceSource::Policy;
   std::string record;  // the tuning record's file (TunedRecord)
+  double tuned_ms = 0, tuned_dense_ms = 0;  // TunedRecord: its times of the kernel and the dense route (0: none)
   std::string why;     // the policy's reason, or why a record was not used
   // "chosen by: tuned record <path>" | "chosen by: policy (<why>)" | "chosen by: flags"
   std::string chosen_by() const;

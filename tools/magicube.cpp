@@ -117,7 +117,7 @@ cl::opt<int> WarmupFlag("warmup", cl::desc("untimed launches before timing"), cl
                         cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<bool> FlushL2Flag("flush-l2",
                           cl::desc("flush the L2 before each timed launch (the weight comes from HBM, as in a model)"),
-                          cl::cat(RunCat), cl::sub(RunCmd));
+                          cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<unsigned long long> SeedFlag("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(RunCat),
                                      cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 
