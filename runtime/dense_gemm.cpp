@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/timing.h"
 #include "support/log.h"
 
 namespace magicube {
@@ -168,7 +169,7 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
   if (d.algos.size() <= 1) return llvm::Error::success();
   // Each timed run starts with a cold L2, as in a model where the weight comes from HBM (a
   // weight that fits the L2 would otherwise favour algorithms that lose when it does not).
-  auto flush = DeviceBuffer::allocate(std::max<size_t>(size_t(64) << 20, 2 * size_t(std::max(ctx.l2_bytes(), 0))));
+  auto flush = DeviceBuffer::allocate(l2_flush_bytes(ctx));
   if (!flush) return flush.takeError();
   const int runs = std::max(1, reps);
   std::vector<Event> start, stop;

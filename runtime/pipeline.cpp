@@ -109,7 +109,7 @@ class SpmmPipeline : public Pipeline {
     return k.launch(*cur_a_, *cur_b_, out_.ptr(), stream, epi_ ? &*epi_ : nullptr);
   }
   llvm::Error prepare_dense(const Context &ctx) override {
-    if (std::string why = dense_route_refusal(spec_); !why.empty()) return err("dense route: " + why);
+    if (std::string why = dense_route_refusal(spec_); !why.empty()) return err("route: " + why);
     if (!dense_) {
       auto g = DenseGemm::create(a_.rows, n_, a_.cols);
       if (!g) return g.takeError();
@@ -243,7 +243,7 @@ std::unique_ptr<Pipeline> Pipeline::sddmm(const OpSpec &spec, const VectorSparse
 }
 
 llvm::Error Pipeline::prepare_dense(const Context &) {
-  return err(std::string("dense route: ") + dense_route_refusal(spec_));
+  return err("route: " + dense_route_refusal(spec_));
 }
 llvm::Error Pipeline::launch_dense(CUstream) { return err("dense route: launch_dense before prepare_dense"); }
 
