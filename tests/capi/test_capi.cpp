@@ -192,7 +192,7 @@ TEST(CApi, PackWritesASelfDescribingBlob) {
   magicube::Packed p = op.pack(magicube::dense_matrix(w.data(), 24, 40));
   const magicube_packed_header &h = p.header();
   EXPECT_EQ(h.magic, MAGICUBE_PACKED_MAGIC);
-  EXPECT_EQ(h.format_version, 1);
+  EXPECT_EQ(h.format_version, MAGICUBE_PACKED_FORMAT_VERSION);
   EXPECT_EQ(h.op, 0);
   EXPECT_EQ(h.rows, 24);
   EXPECT_EQ(h.cols, 40);
