@@ -497,7 +497,7 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
   if (workspace_bytes < DenseGemm::kDefaultWorkspace)
     throw Error(Error::Kind::Invalid, "workspace: " + std::to_string(workspace_bytes) + " bytes given, " +
                                           std::to_string(DenseGemm::kDefaultWorkspace) + " needed (workspace_bytes())");
-  primary_context(st.options.device);
+  load_dense(st, st);  // once: the plans of the constructor's shape, timed (as load() does)
   std::shared_ptr<const DenseGemm> g;
   {
     std::lock_guard<std::mutex> lock(st.dense_mu);

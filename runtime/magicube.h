@@ -205,9 +205,10 @@ class Spmm {
   // now; run() otherwise does it on first use. Dense route: creates the cuBLASLt plans for
   // the constructor's matrix and N (C as M x N and as N x M) and picks each one's algorithm
   // by timing the heuristic's best few once on scratch buffers with a cold L2 (this
-  // allocates and synchronizes, like kernel loading); a run with another shape (or on an op
-  // made without a matrix) creates its plan on first use with the heuristic's first
-  // algorithm (host work only: no allocation, no synchronization).
+  // allocates and synchronizes, like kernel loading; the first run does it otherwise); a
+  // run with another shape (or on an op made without a matrix) creates its plan on first
+  // use with the heuristic's first algorithm (host work only: no device allocation, no
+  // synchronization).
   void load() const;
   // Device workspace (bytes) a run of this op needs: cuBLASLt's on the dense route, 0 on the
   // sparse route.
