@@ -312,7 +312,14 @@ TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
     const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr() + c_off), MAGICUBE_INT32, cl};
     size_t ws_bytes = 0;
     EXPECT_EQ(magicube_spmm_workspace_bytes(op.op, h, &bd, n, &cd, &ws_bytes), MAGICUBE_SUCCESS) << magicube_last_error();
-    if (ws_keep->bytes() < ws_bytes) *ws_keep = std::move(*magicube::DeviceBuffer::allocate(ws_bytes));
+    if (ws_keep->bytes() < ws_bytes) {
+      auto fresh = magicube::DeviceBuffer::allocate(ws_bytes);
+      if (!fresh) {
+        ADD_FAILURE() << llvm::toString(fresh.takeError());
+        return int(MAGICUBE_ERROR_CUDA);
+      }
+      *ws_keep = std::move(*fresh);
+    }
     return magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, nullptr,
                              reinterpret_cast<void *>(ws_keep->ptr()), ws_keep->bytes(), stream);
   };
