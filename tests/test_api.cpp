@@ -822,7 +822,8 @@ TEST(ApiGpu, DenseRouteIsBitExact) {
       ASSERT_FALSE(bool(ctx->synchronize()));
       auto got = c.download<int32_t>(m * n);
       auto got_t = ct.download<int32_t>(m * n);
-      ASSERT_TRUE(got && got_t);
+      ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+      ASSERT_TRUE(bool(got_t)) << llvm::toString(got_t.takeError());
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           ASSERT_EQ(int64_t((*got)[size_t(i * n + j)]), want[size_t(i * n + j)]) << "C[" << i << ", " << j << "]";
