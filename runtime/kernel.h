@@ -75,6 +75,10 @@ enum class SparseLayout { SrBcrs, Bcrs };
 // row-block list, as many as fill the device's SMs once.
 Dim3 resident_grid(const Launch &launch, int64_t n, int64_t row_blocks, size_t smem, int sm_count);
 
+// The grid of a decode SpMM kernel: x = slices of BSn columns (one when N <= BSn), y = one
+// block per SM (at most one per row-block); the kernel balances the row-blocks by strides.
+Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int sm_count);
+
 // A loaded kernel of either op.
 class Kernel {
  public:

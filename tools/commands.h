@@ -27,6 +27,7 @@ struct OpFlags {
   int stages = 0;
   int split = 1;
   bool resident = false;
+  bool decode = false;  // --decode: the decode kernel (implies resident B)
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
   int candidate = 0;        // index into plan_candidates (0 = best)
   bool candidate_given = false;
