@@ -87,12 +87,6 @@ llvm::Error validate(const OpSpec &s) {
       return err(llvm::Twine(name) + ": " + llvm::Twine(e.bits) + " bits is out of range (allowed: 1..16)");
   if (s.v != 1 && s.v != 2 && s.v != 4 && s.v != 8)
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
-  if (resident_only_bsn(s.bsn) && !s.resident)
-    return err("bsn: BSn=" + llvm::Twine(s.bsn) +
-               " is allowed only for a resident-B SpMM (n" + llvm::Twine(s.bsn) + "r; otherwise allowed: 32, 64, 128, 256)");
-  if (!resident_only_bsn(s.bsn) && s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
-    return err("bsn: BSn=" + llvm::Twine(s.bsn) +
-               " is not allowed (allowed: 32, 64, 128, 256; 16, 48 and 96 with resident B)");
   if (s.decode && s.op != OpKind::SpMM) return err("decode: only SpMM has a decode kernel (n<BSn>d)");
   if (s.decode && !s.resident)
     return err("decode: a decode kernel keeps B resident (decode implies resident; write n" + llvm::Twine(s.bsn) + "d)");
@@ -103,6 +97,12 @@ llvm::Error validate(const OpSpec &s) {
   if (s.decode && s.bsn != 16 && s.bsn != 32 && s.bsn != 48 && s.bsn != 64)
     return err("decode: BSn=" + llvm::Twine(s.bsn) +
                " is not a decode tile (allowed: 16, 32, 48, 64: N <= 64 rounded up to 16-column mma tiles)");
+  if (resident_only_bsn(s.bsn) && !s.resident)
+    return err("bsn: BSn=" + llvm::Twine(s.bsn) +
+               " is allowed only for a resident-B SpMM (n" + llvm::Twine(s.bsn) + "r; otherwise allowed: 32, 64, 128, 256)");
+  if (!resident_only_bsn(s.bsn) && s.bsn != 32 && s.bsn != 64 && s.bsn != 128 && s.bsn != 256)
+    return err("bsn: BSn=" + llvm::Twine(s.bsn) +
+               " is not allowed (allowed: 32, 64, 128, 256; 16, 48 and 96 with resident B)");
   if (s.resident && s.op != OpKind::SpMM) return err("resident: only SpMM keeps B resident in shared memory");
   if (s.resident && s.split != 1) return err("resident: a resident-B kernel does not split row-blocks (split must be 1)");
   if (s.resident && !s.prefetch) return err("resident: a resident-B kernel always prefetches (nopf is not allowed)");
