@@ -363,7 +363,8 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);
   EXPECT_NE(src.find("const int row = ci0 < 0 ? (lane & 7) : ci0;"), std::string::npos) << "pads read rows 0..7";
   EXPECT_EQ(src.find("atomicAdd"), std::string::npos) << "no atomics: every output element is written once";
-  EXPECT_EQ(src.find("red.global"), std::string::npos);
+  EXPECT_EQ(src.find("red.global."), std::string::npos);
+  EXPECT_EQ(src.find("red.shared."), std::string::npos);
   EXPECT_EQ(src.find("gridDim.x"), std::string::npos);
   // Wider tiles: more accumulator tiles, a shallower ring.
   for (auto [bsn, depth] : {std::pair{32, 8}, {48, 6}, {64, 4}}) {
