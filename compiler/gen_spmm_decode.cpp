@@ -54,6 +54,9 @@ class SpmmDecode : public KernelGen {
     e.line("if (is >= ie) fl" + D + " |= ifl, advance();");
   }
 
+  // Where register i of accumulator a of warp w's partial sits in `part`: [w][a][i][lane].
+  Expr slot(const Expr &w, int a) const { return ((w * accs() + a) * nc() + Expr::var("i", 0, nc() - 1)) * 32 + lane; }
+
   // acc(g, j, t) -> hd_g<g>_r<j>_t<t>: the first row-block's partial, kept for the reduction.
   static std::string hd(const std::string &acc) { return "hd" + acc.substr(3); }
 
@@ -210,7 +213,6 @@ class SpmmDecode : public KernelGen {
     e.comment("---- row-blocks cut between warps: each later warp's partial, added by the warp that started it ----");
     e.line("__syncthreads();", "every warp is done with B's slice: it holds the partial sums now");
     e.decl("int *", "part", Expr("(int *)smem"), "[warp][accumulator][register][lane]");
-    const int A = accs();
     {
       auto s = e.scope();
       e.decl("const int", "prb", Expr("hd_rb >= 0 ? hd_rb : tail_rb >= 0 && tail_rb < r_own ? tail_rb : -1"),
@@ -220,8 +222,7 @@ class SpmmDecode : public KernelGen {
         int a = 0;
         for_each_accumulator([&](const std::string &acc) {
           e.line("#pragma unroll");
-          e.line("for (int i = 0; i < " + S(n) + "; ++i) part[((warp * " + S(A) + " + " + S(a++) + ") * " + S(n) +
-                 " + i) * 32 + lane] = " + src(acc) + "[i];");
+          e.line("for (int i = 0; i < " + S(n) + "; ++i) " + at("part", slot(warp, a++)).str() + " = " + src(acc) + "[i];");
         });
       };
       e.open("if (hd_rb >= 0)");
@@ -242,8 +243,8 @@ class SpmmDecode : public KernelGen {
         int a = 0;
         for_each_accumulator([&](const std::string &acc) {
           e.line("#pragma unroll");
-          e.line("for (int i = 0; i < " + S(n) + "; ++i) " + acc + "[i] += part[((x * " + S(A) + " + " + S(a++) + ") * " +
-                 S(n) + " + i) * 32 + lane];");
+          e.line("for (int i = 0; i < " + S(n) + "; ++i) " + acc + "[i] += " +
+                 at("part", slot(Expr::var("x", 1, l.threads / 32 - 1), a++)).str() + ";");
         });
       }
       e.decl("const int", "blk", Expr("tail_rb"));
