@@ -99,13 +99,11 @@ const std::vector<KnobInfo> &knob_table() {
       {"resident", &Knobs::resident, {0, 1}, [](OpSpec &s, int v) { s.resident = s.op == OpKind::SpMM && v; },
        [](const OpSpec &s) { return int(s.resident); },
        [](int v) { return v ? std::string("--resident") : std::string(); }},
-      // SpMM's decode kernel (0 or 1; it implies resident B): BSn 16..64 only, split 1,
-      // prefetch on; the launch skips it, with its reason, when K x BSn does not fit
+      // SpMM's decode kernel (0 or 1): a resident-B layout, so it is tried with resident 1
+      // (resident 0 and decode 1 is the plain spec again, tried once); BSn 16..64 only,
+      // split 1, prefetch on; the launch skips it, with its reason, when K x BSn does not fit
       {"decode", &Knobs::decode, {0, 1},
-       [](OpSpec &s, int v) {
-         s.decode = s.op == OpKind::SpMM && v;
-         if (s.decode) s.resident = true;
-       },
+       [](OpSpec &s, int v) { s.decode = s.op == OpKind::SpMM && v && s.resident; },
        [](const OpSpec &s) { return int(s.decode); },
        [](int v) { return v ? std::string("--decode") : std::string(); }},
   };

@@ -286,11 +286,12 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
     }
     // 48 only with resident B of 8-bit planes (three tiles of 48-byte slice rows); 4-bit B
     // (24-byte rows) and the other kernels skip it.
+    // 16 likewise (16-byte rows of 8-bit B: resident B and the decode kernel).
     std::set<int> want{32, 64, 128, 256};
-    if (base.op == OpKind::SpMM && base.rhs.bits > 4) want.insert(48);
+    if (base.op == OpKind::SpMM && base.rhs.bits > 4) want.insert(48), want.insert(16);
     EXPECT_EQ(bsns, want) << to_string(base);
     for (const Candidate &c : *cands)
-      if (c.knobs.bsn == 48) {
+      if (c.knobs.bsn == 48 || c.knobs.bsn == 16) {
         EXPECT_TRUE(c.spec.resident) << c.str();
       }
     EXPECT_EQ(prefetches, base.op == OpKind::SpMM ? (std::set<int>{0, 2, 3, 4}) : (std::set<int>{0, 1}));
@@ -319,6 +320,7 @@ TEST(Autotune, ResidentCandidatesOnlyWhereBuildable) {
   std::set<int> bsns;
   for (const Candidate &c : *cands) {
     EXPECT_TRUE(c.spec.resident) << c.str();
+    if (c.spec.decode) continue;  // counted in DecodeCandidatesOnlyWhereBuildable
     EXPECT_EQ(c.spec.split, 1);
     EXPECT_TRUE(c.spec.prefetch);
     bsns.insert(c.spec.bsn);
@@ -830,8 +832,15 @@ TEST(Autotune, DecodeCandidatesOnlyWhereBuildable) {
     EXPECT_NE(c.run_flags().find("--decode"), std::string::npos);
   }
   EXPECT_GE(n, 4) << "BSn 16, 32, 48 and 64";
+  // Resident pinned off: no decode either (decode is a resident-B layout).
+  TuneOptions nores;
+  nores.knob_values["resident"] = {0};
+  auto plain_ring = tuning_candidates(base, nores);
+  ASSERT_TRUE(bool(plain_ring));
+  for (const Candidate &c : *plain_ring) EXPECT_FALSE(c.spec.decode || c.spec.resident) << c.str();
   TuneOptions off;
   off.knob_values["decode"] = {0};
+  off.max_candidates = 0, off.prune = 0;
   auto plain = timed_candidates(base, spmm_signature(uniform_rows(512, 512, 8, 154), 16), DeviceFacts::reference_for(90), off);
   ASSERT_TRUE(bool(plain));
   for (const Candidate &c : *plain) EXPECT_FALSE(c.spec.decode) << c.str();
