@@ -90,56 +90,85 @@ class SpmmDecode : public KernelGen {
     commit();
 
     e.comment("---- row pointers: start(r) is row-block r's first slot, start(nblk) the end of the last ----");
-    e.comment("     (row-blocks are padded to whole strides and stored in order: r ends where r + 1 starts)");
+    e.comment("     (row-blocks are padded to whole strides and stored in order: r ends where r + 1 starts).");
+    e.comment("     Finding this block's run and this warp's piece takes two rounds of dependent loads: the");
+    e.comment("     block's two searches load their first windows with the end of the matrix, the warp's two");
+    e.comment("     searches load theirs together.");
+    e.decl("const int", "gb0", Expr("(int)((long long)nblk * blockIdx.y / gridDim.y)"),
+           "where the block's run would start and end with even rows");
+    e.decl("const int", "gb1", Expr("(int)((long long)nblk * (blockIdx.y + 1) / gridDim.y)"));
+    e.decl("const int", "bb0", Expr("min(max(gb0 - 16, 0), max(nblk - 32, 0))"), "the searches' first windows");
+    e.decl("const int", "bb1", Expr("min(max(gb1 - 16, 0), max(nblk - 32, 0))"));
+    e.decl("int", "vb0", Expr("bb0 + lane < nblk ? __ldg(row_ptr + 2 * (bb0 + lane)) : 0"));
+    e.decl("int", "vb1", Expr("bb1 + lane < nblk ? __ldg(row_ptr + 2 * (bb1 + lane)) : 0"));
     e.decl("const int", "last", Expr("__ldg(row_ptr + 2 * (nblk - 1))"));
     e.decl("const int", "total", Expr("last + (__ldg(row_ptr + 2 * nblk - 1) - last + KS - 1) / KS * KS"),
            "slots of the whole matrix");
+    e.line("if (bb0 + lane >= nblk) vb0 = total;");
+    e.line("if (bb1 + lane >= nblk) vb1 = total;");
     e.declare("start");
     e.line("auto start = [&](int r) -> int { return r >= nblk ? total : __ldg(row_ptr + 2 * r); };");
-    e.declare("lower_rb");
-    e.comment("The first row-block r in [lo, hi) with start(r) >= t (hi if none): the warp reads 32 row");
-    e.comment("pointers a step, from a window around `guess` (one step when the rows are about even).");
-    e.line("auto lower_rb = [&](int lo, int hi, int t, int guess) -> int {");
-    e.line("  int base = min(max(guess - 16, lo), max(hi - 32, lo));");
-    e.line("  for (;;) {");
-    e.line("    const int r = base + lane;");
-    e.line("    const unsigned m = __ballot_sync(0xffffffffu, r >= hi || __ldg(row_ptr + 2 * r) >= t);");
-    e.line("    if (!m) {  // the whole window starts below t");
-    e.line("      lo = base = base + 32;");
-    e.line("      continue;");
-    e.line("    }");
-    e.line("    if (!(m & 1u) || base == lo) return base + __ffs(m) - 1;");
-    e.line("    hi = base;  // start(base) >= t: the answer is at or below base");
+    e.declare("step");
+    e.comment("One step of a search for the first row-block r in [lo, hi) with start(r) >= t (hi if none):");
+    e.comment("the warp holds start(base + lane) in v. Done: r, start(r) and start(r + 1). Else the window");
+    e.comment("moves (hi or lo narrowed: it ends) and v must be loaded again.");
+    e.line("auto step = [&](int &lo, int &hi, int t, int &base, int v, int &r, int &s, int &s1) -> bool {");
+    e.line("  const unsigned m = __ballot_sync(0xffffffffu, base + lane >= hi || v >= t);");
+    e.line("  if (!m) {  // the whole window starts below t");
+    e.line("    lo = base = base + 32;");
+    e.line("    return false;");
+    e.line("  }");
+    e.line("  if ((m & 1u) && base > lo) {  // start(base) >= t: the answer is at or below base");
+    e.line("    hi = base;");
     e.line("    base = max(lo, base - 32);");
+    e.line("    return false;");
+    e.line("  }");
+    e.line("  const int k = __ffs(m) - 1;");
+    e.line("  r = base + k;");
+    e.line("  s = __shfl_sync(0xffffffffu, v, k);");
+    e.line("  s1 = __shfl_sync(0xffffffffu, v, (k + 1) & 31);");
+    e.line("  if (k == 31) s1 = start(r + 1);");
+    e.line("  return true;");
+    e.line("};");
+    e.declare("search2");
+    e.comment("Two searches at once, from windows at base0 / base1 whose row pointers v0 / v1 are loaded.");
+    e.line("auto search2 = [&](int lo0, int hi0, int t0, int base0, int v0, int lo1, int hi1, int t1, int base1, int v1,");
+    e.line("                   int &r0, int &s0, int &e0, int &r1, int &s1, int &e1) {");
+    e.line("  bool d0 = false, d1 = false;");
+    e.line("  for (;;) {");
+    e.line("    if (!d0) d0 = step(lo0, hi0, t0, base0, v0, r0, s0, e0);");
+    e.line("    if (!d1) d1 = step(lo1, hi1, t1, base1, v1, r1, s1, e1);");
+    e.line("    if (d0 && d1) return;");
+    e.line("    if (!d0) v0 = start(base0 + lane);");
+    e.line("    if (!d1) v1 = start(base1 + lane);");
     e.line("  }");
     e.line("};");
     e.comment("---- this block's row-blocks: a contiguous run [rb_lo, rb_hi), balanced by strides ----");
     e.decl("const int", "nst", Expr("total / KS"), "strides of the whole matrix");
-    e.decl("const int", "rb_lo",
-           Expr("lower_rb(0, nblk, (int)((long long)nst * blockIdx.y / gridDim.y) * KS, (int)((long long)nblk * "
-                "blockIdx.y / gridDim.y))"));
-    e.decl("const int", "rb_hi",
-           Expr("blockIdx.y + 1 == gridDim.y ? nblk : lower_rb(0, nblk, (int)((long long)nst * (blockIdx.y + 1) / "
-                "gridDim.y) * KS, (int)((long long)nblk * (blockIdx.y + 1) / gridDim.y))"));
+    e.decl_only("int", "rb_lo, s_lo, rb_hi, s_hi, unused0, unused1", "row-blocks and their first slots");
+    e.line("search2(0, nblk, (int)((long long)nst * blockIdx.y / gridDim.y) * KS, bb0, vb0, 0, nblk,");
+    e.line("        (int)((long long)nst * (blockIdx.y + 1) / gridDim.y) * KS, bb1, vb1, rb_lo, s_lo, unused0, rb_hi, s_hi,");
+    e.line("        unused1);");
+    e.line("if (blockIdx.y + 1 == gridDim.y) rb_hi = nblk, s_hi = total;", "the last run takes the empty row-blocks at the end");
     e.comment("---- this warp's piece of the run: strides [cw, cw1); it owns the row-blocks that start there ----");
-    e.decl("const int", "s_lo", Expr("start(rb_lo) / KS"));
-    e.decl("const int", "s_n", Expr("start(rb_hi) / KS - s_lo"), "the run's strides");
-    e.decl("const int", "cw", Expr("s_lo + (int)((long long)s_n * warp / WARPS)"));
-    e.decl("const int", "cw1", Expr("s_lo + (int)((long long)s_n * (warp + 1) / WARPS)"));
-    e.decl("const int", "r_own",
-           Expr("lower_rb(rb_lo, rb_hi, cw * KS, rb_lo + (int)((long long)(rb_hi - rb_lo) * warp / WARPS))"),
-           "the first row-block this warp owns");
-    e.decl("const int", "r_end",
-           Expr("warp == WARPS - 1 ? rb_hi : lower_rb(rb_lo, rb_hi, cw1 * KS, rb_lo + (int)((long long)(rb_hi - rb_lo) * "
-                "(warp + 1) / WARPS))"),
-           "and the end of its row-blocks (the last warp: also the empty ones at the run's end)");
+    e.decl("const int", "cw", Expr("s_lo / KS + (int)((long long)(s_hi - s_lo) / KS * warp / WARPS)"));
+    e.decl("const int", "cw1", Expr("s_lo / KS + (int)((long long)(s_hi - s_lo) / KS * (warp + 1) / WARPS)"));
+    e.decl("const int", "bw0",
+           Expr("min(max(rb_lo + (int)((long long)(rb_hi - rb_lo) * warp / WARPS) - 16, rb_lo), max(rb_hi - 32, rb_lo))"));
+    e.decl("const int", "bw1",
+           Expr("min(max(rb_lo + (int)((long long)(rb_hi - rb_lo) * (warp + 1) / WARPS) - 16, rb_lo), max(rb_hi - 32, "
+                "rb_lo))"));
+    e.comment("r_own: the first row-block this warp owns, nb0 / nb1 its start and end; r_end: the end of its");
+    e.comment("row-blocks (the last warp: also the empty ones at the run's end)");
+    e.decl_only("int", "r_own, nb0, nb1, r_end, unused2, unused3");
+    e.line("search2(rb_lo, rb_hi, cw * KS, bw0, start(bw0 + lane), rb_lo, rb_hi, cw1 * KS, bw1, start(bw1 + lane), r_own,");
+    e.line("        nb0, nb1, r_end, unused2, unused3);");
+    e.line("if (warp == WARPS - 1) r_end = rb_hi;");
     e.comment("---- which stride is loaded next: segments of row-blocks (the head: the end of a row-block");
     e.comment("     that started in an earlier piece; then the owned row-blocks, the last cut at cw1) ----");
     e.decl_only("int", "irb = -1, is = 0, ie = 0, ifl = 0",
                 "the segment being loaded: row-block, next stride, end stride, flags of its last stride");
-    e.decl_only("int", "nrb = r_own, nb0 = start(r_own), nb1 = 0",
-                "the next owned row-block, its start and its end (loaded one row-block early)");
-    e.line("if (nrb < r_end) nb1 = start(nrb + 1);");
+    e.decl("int", "nrb", Expr("r_own"), "the next owned row-block (its start nb0, its end nb1)");
     e.declare("advance");
     e.line("auto advance = [&]() {", "start loading owned row-block nrb");
     e.line("  irb = -1;");

@@ -85,50 +85,80 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
   }
   asm volatile("cp.async.commit_group;\n" ::);
   // ---- row pointers: start(r) is row-block r's first slot, start(nblk) the end of the last ----
-  // (row-blocks are padded to whole strides and stored in order: r ends where r + 1 starts)
+  // (row-blocks are padded to whole strides and stored in order: r ends where r + 1 starts).
+  // Finding this block's run and this warp's piece takes two rounds of dependent loads: the
+  // block's two searches load their first windows with the end of the matrix, the warp's two
+  // searches load theirs together.
+  // where the block's run would start and end with even rows
+  const int gb0 = (int)((long long)nblk * blockIdx.y / gridDim.y);
+  const int gb1 = (int)((long long)nblk * (blockIdx.y + 1) / gridDim.y);
+  const int bb0 = min(max(gb0 - 16, 0), max(nblk - 32, 0));  // the searches' first windows
+  const int bb1 = min(max(gb1 - 16, 0), max(nblk - 32, 0));
+  int vb0 = bb0 + lane < nblk ? __ldg(row_ptr + 2 * (bb0 + lane)) : 0;
+  int vb1 = bb1 + lane < nblk ? __ldg(row_ptr + 2 * (bb1 + lane)) : 0;
   const int last = __ldg(row_ptr + 2 * (nblk - 1));
   const int total = last + (__ldg(row_ptr + 2 * nblk - 1) - last + KS - 1) / KS * KS;  // slots of the whole matrix
+  if (bb0 + lane >= nblk) vb0 = total;
+  if (bb1 + lane >= nblk) vb1 = total;
   auto start = [&](int r) -> int { return r >= nblk ? total : __ldg(row_ptr + 2 * r); };
-  // The first row-block r in [lo, hi) with start(r) >= t (hi if none): the warp reads 32 row
-  // pointers a step, from a window around `guess` (one step when the rows are about even).
-  auto lower_rb = [&](int lo, int hi, int t, int guess) -> int {
-    int base = min(max(guess - 16, lo), max(hi - 32, lo));
-    for (;;) {
-      const int r = base + lane;
-      const unsigned m = __ballot_sync(0xffffffffu, r >= hi || __ldg(row_ptr + 2 * r) >= t);
-      if (!m) {  // the whole window starts below t
-        lo = base = base + 32;
-        continue;
-      }
-      if (!(m & 1u) || base == lo) return base + __ffs(m) - 1;
-      hi = base;  // start(base) >= t: the answer is at or below base
+  // One step of a search for the first row-block r in [lo, hi) with start(r) >= t (hi if none):
+  // the warp holds start(base + lane) in v. Done: r, start(r) and start(r + 1). Else the window
+  // moves (hi or lo narrowed: it ends) and v must be loaded again.
+  auto step = [&](int &lo, int &hi, int t, int &base, int v, int &r, int &s, int &s1) -> bool {
+    const unsigned m = __ballot_sync(0xffffffffu, base + lane >= hi || v >= t);
+    if (!m) {  // the whole window starts below t
+      lo = base = base + 32;
+      return false;
+    }
+    if ((m & 1u) && base > lo) {  // start(base) >= t: the answer is at or below base
+      hi = base;
       base = max(lo, base - 32);
+      return false;
+    }
+    const int k = __ffs(m) - 1;
+    r = base + k;
+    s = __shfl_sync(0xffffffffu, v, k);
+    s1 = __shfl_sync(0xffffffffu, v, (k + 1) & 31);
+    if (k == 31) s1 = start(r + 1);
+    return true;
+  };
+  // Two searches at once, from windows at base0 / base1 whose row pointers v0 / v1 are loaded.
+  auto search2 = [&](int lo0, int hi0, int t0, int base0, int v0, int lo1, int hi1, int t1, int base1, int v1,
+                     int &r0, int &s0, int &e0, int &r1, int &s1, int &e1) {
+    bool d0 = false, d1 = false;
+    for (;;) {
+      if (!d0) d0 = step(lo0, hi0, t0, base0, v0, r0, s0, e0);
+      if (!d1) d1 = step(lo1, hi1, t1, base1, v1, r1, s1, e1);
+      if (d0 && d1) return;
+      if (!d0) v0 = start(base0 + lane);
+      if (!d1) v1 = start(base1 + lane);
     }
   };
   // ---- this block's row-blocks: a contiguous run [rb_lo, rb_hi), balanced by strides ----
   const int nst = total / KS;  // strides of the whole matrix
-  const int rb_lo = lower_rb(0, nblk, (int)((long long)nst * blockIdx.y / gridDim.y) * KS,
-      (int)((long long)nblk * blockIdx.y / gridDim.y));
-  const int rb_hi = blockIdx.y + 1 == gridDim.y ? nblk
-      : lower_rb(0, nblk, (int)((long long)nst * (blockIdx.y + 1) / gridDim.y) * KS,
-          (int)((long long)nblk * (blockIdx.y + 1) / gridDim.y));
+  int rb_lo, s_lo, rb_hi, s_hi, unused0, unused1;  // row-blocks and their first slots
+  search2(0, nblk, (int)((long long)nst * blockIdx.y / gridDim.y) * KS, bb0, vb0, 0, nblk,
+          (int)((long long)nst * (blockIdx.y + 1) / gridDim.y) * KS, bb1, vb1, rb_lo, s_lo, unused0, rb_hi, s_hi,
+          unused1);
+  if (blockIdx.y + 1 == gridDim.y) rb_hi = nblk, s_hi = total;  // the last run takes the empty row-blocks at the end
   // ---- this warp's piece of the run: strides [cw, cw1); it owns the row-blocks that start there ----
-  const int s_lo = start(rb_lo) / KS;
-  const int s_n = start(rb_hi) / KS - s_lo;  // the run's strides
-  const int cw = s_lo + (int)((long long)s_n * warp / WARPS);
-  const int cw1 = s_lo + (int)((long long)s_n * (warp + 1) / WARPS);
-  // the first row-block this warp owns
-  const int r_own = lower_rb(rb_lo, rb_hi, cw * KS, rb_lo + (int)((long long)(rb_hi - rb_lo) * warp / WARPS));
-  // and the end of its row-blocks (the last warp: also the empty ones at the run's end)
-  const int r_end = warp == WARPS - 1 ? rb_hi
-      : lower_rb(rb_lo, rb_hi, cw1 * KS, rb_lo + (int)((long long)(rb_hi - rb_lo) * (warp + 1) / WARPS));
+  const int cw = s_lo / KS + (int)((long long)(s_hi - s_lo) / KS * warp / WARPS);
+  const int cw1 = s_lo / KS + (int)((long long)(s_hi - s_lo) / KS * (warp + 1) / WARPS);
+  const int bw0 = min(max(rb_lo + (int)((long long)(rb_hi - rb_lo) * warp / WARPS) - 16, rb_lo),
+      max(rb_hi - 32, rb_lo));
+  const int bw1 = min(max(rb_lo + (int)((long long)(rb_hi - rb_lo) * (warp + 1) / WARPS) - 16, rb_lo),
+      max(rb_hi - 32, rb_lo));
+  // r_own: the first row-block this warp owns, nb0 / nb1 its start and end; r_end: the end of its
+  // row-blocks (the last warp: also the empty ones at the run's end)
+  int r_own, nb0, nb1, r_end, unused2, unused3;
+  search2(rb_lo, rb_hi, cw * KS, bw0, start(bw0 + lane), rb_lo, rb_hi, cw1 * KS, bw1, start(bw1 + lane), r_own,
+          nb0, nb1, r_end, unused2, unused3);
+  if (warp == WARPS - 1) r_end = rb_hi;
   // ---- which stride is loaded next: segments of row-blocks (the head: the end of a row-block
   // that started in an earlier piece; then the owned row-blocks, the last cut at cw1) ----
   // the segment being loaded: row-block, next stride, end stride, flags of its last stride
   int irb = -1, is = 0, ie = 0, ifl = 0;
-  // the next owned row-block, its start and its end (loaded one row-block early)
-  int nrb = r_own, nb0 = start(r_own), nb1 = 0;
-  if (nrb < r_end) nb1 = start(nrb + 1);
+  int nrb = r_own;  // the next owned row-block (its start nb0, its end nb1)
   auto advance = [&]() {  // start loading owned row-block nrb
     irb = -1;
     if (nrb >= r_end) return;
