@@ -183,21 +183,28 @@ std::string plan_launch(Plan &p) {
       break;
     }
     case KernelFamily::SpmmDecode: {
-      // One block per SM holds all BSn columns (N rounded up to 16) of B's slice; its 16 warps
+      // One block per SM holds all BSn columns (N rounded up to 16) of B's slice; its 16 (8) warps
       // share the block's row-blocks as one run of strides cut into 16 equal pieces, so every
       // SM keeps 16 x ring_depth strides of A and indices in flight. A row-block cut between
       // warps is summed in shared memory (reduction_smem: one partial per warp, written over
       // B's slice once every warp is done with it). Each warp holds two accumulator sets (the
       // running one and its first row-block's partial): 16 warps leave 128 registers a thread.
+      // (__launch_bounds__(THREADS, 1) in the kernel.)
       l.warp_cols = s.bsn;
       l.tiles = s.bsn / 16;
-      l.warps_per_group = 16;
-      l.threads = l.warps_per_group * 32;
       const int accs = int(p.groups.size() * p.rhs.size()) * l.tiles;
+      // More than four accumulator tiles (two lhs groups or rhs planes at 48-64 columns) do
+      // not fit 128 registers: 8 warps of 255 registers instead.
+      l.warps_per_group = accs <= 4 ? 16 : 8;
+      l.threads = l.warps_per_group * 32;
       // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: the deepest ring that
-      // leaves no spill at 128 registers (ptxas, sm_80 and sm_90): 8 for up to two accumulator
-      // tiles, 6 for three, 4 for four, else 2.
-      l.ring_depth = s.stages ? s.stages : accs <= 2 ? 8 : accs == 3 ? 6 : accs == 4 ? 4 : 2;
+      // leaves no spill (ptxas, sm_80 and sm_90): 8 for up to two accumulator tiles, 6 for
+      // three, 4 for four (3 with an int64 output), 4 at 8 warps.
+      l.ring_depth = s.stages ? s.stages
+                     : accs <= 2 ? 8
+                     : accs == 3 ? 6
+                     : accs == 4 ? (s.out == OutType::Int64 ? 3 : 4)
+                                 : 4;
       l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial
       l.reduction_smem = l.warps_per_group * accs * c_regs(p.shape) * 32 * 4;
       for (const Chunk &c : p.rhs) l.slice_bytes_per_k += slice_row_bytes(p, c);

@@ -379,6 +379,21 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
     ASSERT_TRUE(bool(kw)) << llvm::toString(kw.takeError());
     EXPECT_EQ(kw->name, "magicube_spmm_s8s8_v8_n" + std::to_string(bsn) + "d_pf_sm90");
   }
+  // Two lhs groups at 64 columns are eight accumulator tiles: 8 warps of 255 registers.
+  OpSpec g2 = s;
+  g2.lhs = {12, true};
+  g2.bsn = 64;
+  auto pg2 = plan(g2);
+  ASSERT_TRUE(bool(pg2)) << llvm::toString(pg2.takeError());
+  EXPECT_EQ(pg2->groups.size(), 2u);
+  EXPECT_EQ(pg2->launch.threads, 256);
+  EXPECT_EQ(pg2->launch.ring_depth, 4);
+  EXPECT_EQ(pg2->launch.reduction_smem, 8 * 8 * 512);
+  // Four int64 accumulator tiles: a 3-deep ring.
+  OpSpec i64 = s;
+  i64.bsn = 64;
+  i64.out = OutType::Int64;
+  EXPECT_EQ(llvm::cantFail(plan(i64)).launch.ring_depth, 3);
   // B must fit a block's shared memory: K=14336 x 16 columns does (224 KiB), x 32 does not.
   EXPECT_EQ(check_shared_memory(*p, 14336), "");
   OpSpec w32 = s;
