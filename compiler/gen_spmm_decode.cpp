@@ -9,7 +9,8 @@
 // WARPS x DEPTH strides of A in flight whatever the row lengths. A row-block cut between warps
 // is summed in shared memory at the end: the warp that holds its first stride adds the
 // others' partial accumulators (kept in registers, then written over B's slice) and writes it.
-// Every output element is written once, by one warp, without atomics.
+// Every output element is written once, by one warp, without atomics. Column indices are read
+// as 16 bits (B in shared memory bounds K far below 65535): 64 bytes a stride instead of 128.
 #include "compiler/gen_common.h"
 
 namespace magicube::gen {
@@ -35,7 +36,7 @@ class SpmmDecode : public KernelGen {
     }
   }
 
-  // Register slot d of the ring: the next stride's column index of this lane (ci<d>), its lhs
+  // Register slot d of the ring: the next stride's column index of this lane (ci<d>, 16-bit), its lhs
   // fragments (ls<d>_<group>[]), its row-block (rb<d>, -1: the piece is done) and flags (fl<d>:
   // 1 the segment's last stride, 2 a row-block without vectors, 4 the flush keeps a partial).
   void issue(int d) {
@@ -207,7 +208,7 @@ class SpmmDecode : public KernelGen {
         e.line("if (rb" + D + " < 0) break;");
         {
           auto work = e.scope("if (!(fl" + D + " & 2))");
-          const Expr row = let("const int", "row", Expr("ci" + D + " < 0 ? (lane & 7) : ci" + D),
+          const Expr row = let("const int", "row", Expr("ci" + D + " == 0xffff ? (lane & 7) : ci" + D),
                                "this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart");
           std::vector<Expr> brow, sw;
           for (size_t j = 0; j < p.rhs.size(); ++j) {
@@ -292,7 +293,7 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
       "SpMM, decode kernel (spmm-decode): C[M x N] = A (SR-BCRS, bank-balanced) x B[K x N] for small",
       "N, with int8 m16n8k32 mma.sync, the dense dimension on M. B is packed as for resident B",
       "(slices of BSN columns, K x BSN contiguous, 16-byte units swizzled: runtime/packing.h);",
-      "BSN is N rounded up to 16, so one slice holds all of N.",
+      "BSN is N rounded up to 16, so one slice holds all of N. Column indices are 16-bit (0xffff pads).",
       "Grid: x = slices of BSN columns (one when N <= BSN), y = one block per SM. Each block copies",
       "its slice of B into dynamic shared memory once and takes a contiguous run of row-blocks",
       "balanced by strides (found from the row pointers). The run's strides are cut into one",

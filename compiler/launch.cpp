@@ -50,7 +50,10 @@ std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
   std::vector<KernelParam> ps;
   ps.push_back(param(ParamKind::RowPtr, "const int *__restrict__", "row_ptr",
                      sddmm ? "the mask's 2 pointers per row-block" : "2 per row-block: first slot, end of real vectors"));
-  ps.push_back(param(ParamKind::ColIdx, "const int *__restrict__", "col_idx", "per slot; -1 pads"));
+  if (family == KernelFamily::SpmmDecode)
+    ps.push_back(param(ParamKind::ColIdx, "const unsigned short *__restrict__", "col_idx", "per slot, 16-bit; 0xffff pads"));
+  else
+    ps.push_back(param(ParamKind::ColIdx, "const int *__restrict__", "col_idx", "per slot; -1 pads"));
   for (size_t i = 0; i < p.lhs.size(); ++i)
     ps.push_back(param(ParamKind::LhsPlane, "const unsigned char *__restrict__", "a" + S(i),
                        "lhs chunk " + p.lhs[i].str() + ", " + S(p.lhs[i].storage_bits) +

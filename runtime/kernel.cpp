@@ -128,6 +128,7 @@ llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout) {
   }
   d.rows = layout.rows;
   d.cols = layout.cols;
+  d.index_bits = a.index_bits;
   d.num_blocks = layout.num_blocks();
   d.max_block_length = layout.max_block_length;
   return d;
@@ -258,6 +259,11 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
                                " plan wants slices of " + std::to_string(plan_.spec.bsn) + " columns"
                          : "plan wants rows padded to a multiple of " + std::to_string(kLdbAlign)) +
                "): pack B with this plan");
+  const int index_bits = l.family == KernelFamily::SpmmDecode ? 16 : 32;
+  if (a.index_bits != index_bits)
+    return err("spmm: A was packed for another plan (" + llvm::Twine(a.index_bits) + "-bit column indices; this " +
+               (index_bits == 16 ? "decode plan reads 16-bit ones" : "plan reads 32-bit ones") +
+               "): pack A with this plan");
   if (a.num_blocks == 0 || b.n == 0) return llvm::Error::success();
   if (a.num_blocks > 65535) return err("spmm: " + llvm::Twine(a.num_blocks) + " row-blocks exceed the grid's 65535");
   LaunchValues v;

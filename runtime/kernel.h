@@ -29,6 +29,7 @@ struct DeviceLhs {
   DeviceBuffer row_ptr, col_idx;
   std::vector<DeviceBuffer> planes;
   int64_t rows = 0, cols = 0, num_blocks = 0, max_block_length = 0;
+  int index_bits = 32;  // 16: a decode plan's column indices (PackedLhs::index_bits)
 };
 struct DeviceRhs {
   std::vector<DeviceBuffer> planes;

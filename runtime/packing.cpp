@@ -31,7 +31,17 @@ llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan) {
   if (auto e = check_range(a, plan.spec.lhs, "lhs A")) return e;
   PackedLhs p;
   p.row_ptr.assign(a.row_ptr.begin(), a.row_ptr.end());
-  p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
+  if (plan.launch.family == KernelFamily::SpmmDecode) {
+    if (a.cols > 65535)
+      return err("pack: the decode kernel reads 16-bit column indices but A has K=" + llvm::Twine(a.cols) +
+                 " columns (at most 65535)");
+    p.index_bits = 16;
+    p.col_idx.assign(a.col_idx.size(), 0);
+    auto *u16 = reinterpret_cast<uint16_t *>(p.col_idx.data());
+    for (size_t i = 0; i < a.col_idx.size(); ++i) u16[i] = a.col_idx[i] < 0 ? uint16_t(0xffff) : uint16_t(a.col_idx[i]);
+  } else {
+    p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
+  }
   for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(a.values, c));
   return p;
 }

@@ -17,7 +17,7 @@ date -u | tee -a "$out/gpu.txt"
 status=0
 
 # 1. Tests that touch the decode kernel (bit-exact against the int64 CPU reference).
-for t in "test_spmm_gpu:*Decode*" "test_epilogue_gpu:*Decode*" "test_autotune:*Decode*" "test_codegen:*Decode*:*d_pf*"; do
+for t in "test_spmm_gpu:*Decode*:*Resident*" "test_epilogue_gpu:*Decode*" "test_autotune:*Decode*" "test_codegen:*Decode*:*d_pf*"; do
   name=${t%%:*}
   filter=${t#*:}
   [ -x "$bin/$name" ] || { echo "$name: not carried"; continue; }

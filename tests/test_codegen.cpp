@@ -361,7 +361,9 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_NE(src.find("8 strides in flight per warp"), std::string::npos);
   EXPECT_NE(src.find("__syncthreads();  // every warp is done with B's slice"), std::string::npos);
   EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);
-  EXPECT_NE(src.find("const int row = ci0 < 0 ? (lane & 7) : ci0;"), std::string::npos) << "pads read rows 0..7";
+  EXPECT_NE(src.find("const int row = ci0 == 0xffff ? (lane & 7) : ci0;"), std::string::npos) << "pads read rows 0..7";
+  EXPECT_NE(src.find("const unsigned short *__restrict__ col_idx,  // per slot, 16-bit; 0xffff pads"), std::string::npos)
+      << "16-bit column indices";
   EXPECT_EQ(src.find("atomicAdd"), std::string::npos) << "no atomics: every output element is written once";
   EXPECT_EQ(src.find("red.global."), std::string::npos);
   EXPECT_EQ(src.find("red.shared."), std::string::npos);

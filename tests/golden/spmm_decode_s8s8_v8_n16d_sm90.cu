@@ -37,7 +37,7 @@ __device__ __forceinline__ void mma_m16n8k32_s8_s8(int (&d)[4], const u32 (&a)[4
 // SpMM, decode kernel (spmm-decode): C[M x N] = A (SR-BCRS, bank-balanced) x B[K x N] for small
 // N, with int8 m16n8k32 mma.sync, the dense dimension on M. B is packed as for resident B
 // (slices of BSN columns, K x BSN contiguous, 16-byte units swizzled: runtime/packing.h);
-// BSN is N rounded up to 16, so one slice holds all of N.
+// BSN is N rounded up to 16, so one slice holds all of N. Column indices are 16-bit (0xffff pads).
 // Grid: x = slices of BSN columns (one when N <= BSN), y = one block per SM. Each block copies
 // its slice of B into dynamic shared memory once and takes a contiguous run of row-blocks
 // balanced by strides (found from the row pointers). The run's strides are cut into one
@@ -51,7 +51,7 @@ __device__ __forceinline__ void mma_m16n8k32_s8_s8(int (&d)[4], const u32 (&a)[4
 extern "C" __global__ void __launch_bounds__(512, 1)
 magicube_spmm_s8s8_v8_n16d_pf_sm90(
     const int *__restrict__ row_ptr,  // 2 per row-block: first slot, end of real vectors
-    const int *__restrict__ col_idx,  // per slot; -1 pads
+    const unsigned short *__restrict__ col_idx,  // per slot, 16-bit; 0xffff pads
     const unsigned char *__restrict__ a0,  // lhs chunk s8@0, 8-bit, SR-BCRS value layout
     const unsigned char *__restrict__ b0,  // rhs chunk s8@0, 8-bit, slices of K x BSn (one when N <= BSn), swizzled
     int *__restrict__ c,  // M x N row-major
@@ -314,7 +314,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb0 < 0) break;
     if (!(fl0 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci0 < 0 ? (lane & 7) : ci0;
+      const int row = ci0 == 0xffff ? (lane & 7) : ci0;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {
@@ -384,7 +384,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb1 < 0) break;
     if (!(fl1 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci1 < 0 ? (lane & 7) : ci1;
+      const int row = ci1 == 0xffff ? (lane & 7) : ci1;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {
@@ -454,7 +454,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb2 < 0) break;
     if (!(fl2 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci2 < 0 ? (lane & 7) : ci2;
+      const int row = ci2 == 0xffff ? (lane & 7) : ci2;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {
@@ -524,7 +524,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb3 < 0) break;
     if (!(fl3 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci3 < 0 ? (lane & 7) : ci3;
+      const int row = ci3 == 0xffff ? (lane & 7) : ci3;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {
@@ -594,7 +594,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb4 < 0) break;
     if (!(fl4 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci4 < 0 ? (lane & 7) : ci4;
+      const int row = ci4 == 0xffff ? (lane & 7) : ci4;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {
@@ -664,7 +664,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb5 < 0) break;
     if (!(fl5 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci5 < 0 ? (lane & 7) : ci5;
+      const int row = ci5 == 0xffff ? (lane & 7) : ci5;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {
@@ -734,7 +734,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb6 < 0) break;
     if (!(fl6 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci6 < 0 ? (lane & 7) : ci6;
+      const int row = ci6 == 0xffff ? (lane & 7) : ci6;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {
@@ -804,7 +804,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (rb7 < 0) break;
     if (!(fl7 & 2)) {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
-      const int row = ci7 < 0 ? (lane & 7) : ci7;
+      const int row = ci7 == 0xffff ? (lane & 7) : ci7;
       const int brow0 = row * 16;
       u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
       {

@@ -227,8 +227,9 @@ TEST(SpmmGpu, DecodeKernelOnDecodeShapes) {
   run_cases(*ctx, cases, 43);
 }
 
-// A decode launch whose B does not fit a block's shared memory is refused, naming the bytes.
-TEST(SpmmGpu, DecodeRefusesABThatDoesNotFit) {
+// A decode launch refuses, naming the problem: a B that does not fit a block's shared memory,
+// and an A packed for another plan (32-bit column indices).
+TEST(SpmmGpu, DecodeRefusesWhatItCannotRun) {
   MAGICUBE_REQUIRE_GPU(ctx);
   OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 32, true, OutType::Int32, 90};
   s.resident = s.decode = true;
@@ -241,6 +242,31 @@ TEST(SpmmGpu, DecodeRefusesABThatDoesNotFit) {
   std::string f = run_and_compare(*ctx, *p, a, b, 32);
   EXPECT_NE(f.find("decode: B needs"), std::string::npos) << f;
   EXPECT_NE(f.find("K=14336"), std::string::npos) << f;
+  // A packed by the resident plan (32-bit indices), launched with the decode one.
+  s.bsn = 16;
+  auto pd = plan(s);
+  ASSERT_TRUE(bool(pd));
+  OpSpec rs = s;
+  rs.decode = false;
+  auto pr = plan(rs);
+  ASSERT_TRUE(bool(pr));
+  VectorSparse a2 = random_vector_sparse(rng, 16, 64, 8, 64, s.lhs);
+  std::vector<int64_t> b2 = random_dense(rng, 64 * 16, s.rhs);
+  auto layout = build_srbcrs(a2, *pr);
+  ASSERT_TRUE(bool(layout));
+  auto pa = pack_lhs(*layout, *pr);
+  auto pb = pack_rhs(b2, 64, 16, *pd);
+  ASSERT_TRUE(pa && pb);
+  auto da = upload(*pa, *layout);
+  auto db = upload(*pb);
+  ASSERT_TRUE(da && db);
+  auto c = DeviceBuffer::allocate(16 * 16 * 4);
+  ASSERT_TRUE(bool(c));
+  auto kd = SpmmKernel::get(*ctx, *pd);
+  ASSERT_TRUE(bool(kd)) << llvm::toString(kd.takeError());
+  llvm::Error e = (*kd)->launch(*da, *db, c->ptr(), nullptr);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("A was packed for another plan (32-bit column indices"), std::string::npos);
 }
 
 // A resident-B launch refuses, naming the problem: a K whose slice exceeds the block's shared
