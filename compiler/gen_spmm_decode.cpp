@@ -47,7 +47,7 @@ class SpmmDecode : public KernelGen {
     e.open("if (is < ie)");
     e.decl("const long long", "s", cast("long long", Expr("is")) * KS, "the stride's first slot");
     e.line("ci" + D + " = __ldg(col_idx + s + lane);");
-    lhs_frags("ls" + D + "_", false, global_lhs(Expr::var("s")));
+    lhs_wide("ls" + D + "_");
     e.line("++is;");
     e.close_open("else");
     e.line("fl" + D + " = 2;", "no vectors: the row-block's output is zeros");
@@ -57,6 +57,46 @@ class SpmmDecode : public KernelGen {
 
   // Where register i of accumulator a of warp w's partial sits in `part`: [w][a][i][lane].
   Expr slot(const Expr &w, int a) const { return ((w * accs() + a) * nc() + Expr::var("i", 0, nc() - 1)) * 32 + lane; }
+
+  // The lhs stack operand of every group for the stride at slot s, into <name><g>[0..1]: the
+  // mma's B registers k 4t..4t+3 and 16+4t.. of V-side row gid (slot gid / V of the group's
+  // chunks, row gid % V). The decode packing (runtime/packing.h) stores the two side by side:
+  // one 8-byte load per lane (4-bit planes: 4 bytes, widened as the other kernels do).
+  void lhs_wide(const std::string &name) {
+    const int v = p.spec.v;
+    const std::string row = v == 8 ? "gid" : "(gid % V)";
+    for (size_t g = 0; g < p.groups.size(); ++g) {
+      const std::string G = name + S(g);
+      const std::vector<int> &chunks = p.groups[g].lhs_chunks;
+      auto load = [&](int li) {
+        const Chunk &c = p.lhs[li];
+        const std::string A = "a" + S(li);
+        if (c.storage_bits == 8) {
+          e.decl("const uint2", "q", Expr("__ldg((const uint2 *)(" + A + " + s * V + " + row + " * KS + tig * 8))"),
+                 "lhs chunk " + c.str() + ": k 4t..4t+3 and 16+4t..16+4t+3");
+          e.line(G + "[0] = q.x, " + G + "[1] = q.y;");
+          return;
+        }
+        e.decl("const u32", "q", Expr("__ldg((const u32 *)(" + A + " + (s * V + " + row + " * KS) / 2 + tig * 4))"),
+               "lhs chunk " + c.str() + ", 4-bit: k 4t..4t+3 and 16+4t..16+4t+3");
+        auto widen = [&](const std::string &x) {
+          if (p.nibble_prescale) return call("mc_widen4to8_hi", {Expr(x)}).str();
+          return call("mc_widen4to8", {Expr(x), c.is_signed ? "true" : "false"}).str();
+        };
+        e.line(G + "[0] = " + widen("q") + ", " + G + "[1] = " + widen("q >> 16") + ";");
+      };
+      if (chunks.size() == 1 && v == 8) {
+        auto s = e.scope();
+        load(chunks[0]);
+        continue;
+      }
+      e.line(G + "[0] = " + G + "[1] = 0u;", "lanes of no chunk's slot: zeros");
+      for (size_t sl = 0; sl < chunks.size(); ++sl) {
+        auto s = e.scope("if (gid / V == " + S(long(sl)) + ")", "slot " + S(long(sl)) + " of group " + S(long(g)));
+        load(chunks[sl]);
+      }
+    }
+  }
 
   // acc(g, j, t) -> hd_g<g>_r<j>_t<t>: the first row-block's partial, kept for the reduction.
   static std::string hd(const std::string &acc) { return "hd" + acc.substr(3); }

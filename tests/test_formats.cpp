@@ -181,3 +181,48 @@ TEST(Formats, DecodeLhsHas16BitColumnIndices) {
   ASSERT_FALSE(bool(pw));
   EXPECT_NE(llvm::toString(pw.takeError()).find("16-bit column indices but A has K=70000"), std::string::npos);
 }
+
+// The decode kernel's A loads against the other kernels': lane (gid, tig) of a stride reads
+// one 8-byte word pair (4-bit planes: 4 bytes) at row gid % V, offset 8 tig (4 tig); it must
+// hold what the resident kernel's two loads read at k 4 tig and 16 + 4 tig of the same
+// SR-BCRS (the two plans build the same bank-balanced layout).
+TEST(Formats, DecodeLhsWordsSitSideBySide) {
+  for (auto [lt, v] : {std::pair<ElemType, int>{{8, true}, 8}, {{4, true}, 8}, {{4, false}, 4}, {{12, true}, 2}, {{7, false}, 1}}) {
+    OpSpec s{OpKind::SpMM, lt, {8, true}, v, 16, true, OutType::Int64, 90};
+    s.resident = true;
+    auto pr = plan(s);
+    s.decode = true;
+    auto pd = plan(s);
+    ASSERT_TRUE(pr && pd);
+    std::mt19937_64 rng(11);
+    VectorSparse a = magicube::testing::random_vector_sparse(rng, 61, 200, v, 200, lt);
+    auto layout = build_srbcrs(a, *pd);
+    ASSERT_TRUE(bool(layout));
+    auto rl = build_srbcrs(a, *pr);
+    ASSERT_TRUE(bool(rl));
+    ASSERT_EQ(rl->col_idx, layout->col_idx) << "the same SR-BCRS";
+    auto ad = pack_lhs(*layout, *pd);
+    auto ar = pack_lhs(*layout, *pr);
+    ASSERT_TRUE(ad && ar);
+    ASSERT_EQ(ad->planes.size(), ar->planes.size());
+    for (size_t li = 0; li < ad->planes.size(); ++li) {
+      const Plane &d = ad->planes[li], &r = ar->planes[li];
+      ASSERT_EQ(d.size(), r.size());
+      const bool nib = pd->lhs[li].storage_bits == 4;
+      const int64_t strides = int64_t(layout->col_idx.size()) / 32;
+      for (int64_t st = 0; st < strides; ++st)
+        for (int row = 0; row < v; ++row)
+          for (int tig = 0; tig < 4; ++tig)
+            for (int i = 0; i < 2; ++i) {
+              const int64_t e = st * 32 * v + row * 32;  // the row's first element
+              // decode: bytes e + 8 tig + 4 i (4-bit: (e / 2) + 4 tig + 2 i), 4 bytes (2)
+              // resident: element e + 4 tig + 16 i
+              const int64_t db = nib ? e / 2 + 4 * tig + 2 * i : e + 8 * tig + 4 * i;
+              const int64_t rb = nib ? (e + 4 * tig + 16 * i) / 2 : e + 4 * tig + 16 * i;
+              for (int b = 0; b < (nib ? 2 : 4); ++b)
+                ASSERT_EQ(d[db + b], r[rb + b]) << lt.str() << " V=" << v << " plane " << li << " stride " << st
+                                                << " row " << row << " tig " << tig << " word " << i;
+            }
+    }
+  }
+}

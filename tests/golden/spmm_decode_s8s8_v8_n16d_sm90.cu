@@ -183,8 +183,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci0 = __ldg(col_idx + s + lane);
-      ls0_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls0_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls0_0[0] = q.x, ls0_0[1] = q.y;
+      }
       ++is;
     } else {
       fl0 = 2;  // no vectors: the row-block's output is zeros
@@ -199,8 +202,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci1 = __ldg(col_idx + s + lane);
-      ls1_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls1_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls1_0[0] = q.x, ls1_0[1] = q.y;
+      }
       ++is;
     } else {
       fl1 = 2;  // no vectors: the row-block's output is zeros
@@ -215,8 +221,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci2 = __ldg(col_idx + s + lane);
-      ls2_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls2_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls2_0[0] = q.x, ls2_0[1] = q.y;
+      }
       ++is;
     } else {
       fl2 = 2;  // no vectors: the row-block's output is zeros
@@ -231,8 +240,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci3 = __ldg(col_idx + s + lane);
-      ls3_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls3_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls3_0[0] = q.x, ls3_0[1] = q.y;
+      }
       ++is;
     } else {
       fl3 = 2;  // no vectors: the row-block's output is zeros
@@ -247,8 +259,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci4 = __ldg(col_idx + s + lane);
-      ls4_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls4_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls4_0[0] = q.x, ls4_0[1] = q.y;
+      }
       ++is;
     } else {
       fl4 = 2;  // no vectors: the row-block's output is zeros
@@ -263,8 +278,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci5 = __ldg(col_idx + s + lane);
-      ls5_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls5_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls5_0[0] = q.x, ls5_0[1] = q.y;
+      }
       ++is;
     } else {
       fl5 = 2;  // no vectors: the row-block's output is zeros
@@ -279,8 +297,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci6 = __ldg(col_idx + s + lane);
-      ls6_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls6_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls6_0[0] = q.x, ls6_0[1] = q.y;
+      }
       ++is;
     } else {
       fl6 = 2;  // no vectors: the row-block's output is zeros
@@ -295,8 +316,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     if (is < ie) {
       const long long s = (long long)is * KS;  // the stride's first slot
       ci7 = __ldg(col_idx + s + lane);
-      ls7_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-      ls7_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+      {
+        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+        ls7_0[0] = q.x, ls7_0[1] = q.y;
+      }
       ++is;
     } else {
       fl7 = 2;  // no vectors: the row-block's output is zeros
@@ -372,8 +396,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci0 = __ldg(col_idx + s + lane);
-        ls0_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls0_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls0_0[0] = q.x, ls0_0[1] = q.y;
+        }
         ++is;
       } else {
         fl0 = 2;  // no vectors: the row-block's output is zeros
@@ -442,8 +469,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci1 = __ldg(col_idx + s + lane);
-        ls1_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls1_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls1_0[0] = q.x, ls1_0[1] = q.y;
+        }
         ++is;
       } else {
         fl1 = 2;  // no vectors: the row-block's output is zeros
@@ -512,8 +542,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci2 = __ldg(col_idx + s + lane);
-        ls2_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls2_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls2_0[0] = q.x, ls2_0[1] = q.y;
+        }
         ++is;
       } else {
         fl2 = 2;  // no vectors: the row-block's output is zeros
@@ -582,8 +615,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci3 = __ldg(col_idx + s + lane);
-        ls3_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls3_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls3_0[0] = q.x, ls3_0[1] = q.y;
+        }
         ++is;
       } else {
         fl3 = 2;  // no vectors: the row-block's output is zeros
@@ -652,8 +688,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci4 = __ldg(col_idx + s + lane);
-        ls4_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls4_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls4_0[0] = q.x, ls4_0[1] = q.y;
+        }
         ++is;
       } else {
         fl4 = 2;  // no vectors: the row-block's output is zeros
@@ -722,8 +761,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci5 = __ldg(col_idx + s + lane);
-        ls5_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls5_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls5_0[0] = q.x, ls5_0[1] = q.y;
+        }
         ++is;
       } else {
         fl5 = 2;  // no vectors: the row-block's output is zeros
@@ -792,8 +834,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci6 = __ldg(col_idx + s + lane);
-        ls6_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls6_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls6_0[0] = q.x, ls6_0[1] = q.y;
+        }
         ++is;
       } else {
         fl6 = 2;  // no vectors: the row-block's output is zeros
@@ -862,8 +907,11 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       if (is < ie) {
         const long long s = (long long)is * KS;  // the stride's first slot
         ci7 = __ldg(col_idx + s + lane);
-        ls7_0[0] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4));
-        ls7_0[1] = __ldg((const u32 *)(a0 + s * V + gid * KS + tig * 4 + 16));
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls7_0[0] = q.x, ls7_0[1] = q.y;
+        }
         ++is;
       } else {
         fl7 = 2;  // no vectors: the row-block's output is zeros
