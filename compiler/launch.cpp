@@ -202,11 +202,11 @@ std::string plan_launch(Plan &p) {
       l.threads = l.warps_per_group * 32;
       // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: the deepest ring that
       // leaves no spill (ptxas, sm_80 and sm_90): 8 for up to two accumulator tiles, 6 for
-      // three, 4 for four (3 with an int64 output), 4 at 8 warps.
+      // three, 4 for four (3 with an int64 or float output), 4 at 8 warps.
       l.ring_depth = s.stages ? s.stages
                      : accs <= 2 ? 8
                      : accs == 3 ? 6
-                     : accs == 4 ? (s.out == OutType::Int64 ? 3 : 4)
+                     : accs == 4 ? (s.out == OutType::Int32 ? 4 : 3)
                                  : 4;
       l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial
       l.reduction_smem = l.warps_per_group * accs * c_regs(p.shape) * 32 * 4;
