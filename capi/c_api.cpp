@@ -562,6 +562,7 @@ void spmm_run(const magicube_op &op, const magicube_packed_header &h, const void
   for (int64_t j = 0; j < h.num_planes; ++j)
     dl.planes.push_back(DeviceBuffer::view(a + h.plane_offset[j], size_t(h.plane_bytes[j])));
   dl.rows = h.rows, dl.cols = h.cols, dl.num_blocks = h.num_blocks, dl.max_block_length = h.max_block_length;
+  dl.index_bits = p.launch.family == magicube::KernelFamily::SpmmDecode ? 16 : 32;  // packed by this plan (fingerprint)
 
   magicube::DeviceRhs dr;
   dr.k = h.cols, dr.n = n;

@@ -32,6 +32,7 @@ llvm::Expected<KernelSource> generate(const Plan &p) {
     switch (p.launch.family) {
       case KernelFamily::SpmmRing: return gen::generate_spmm_ring(p);
       case KernelFamily::SpmmResident: return gen::generate_spmm_resident(p);
+      case KernelFamily::SpmmDecode: return gen::generate_spmm_decode(p);
       case KernelFamily::SpmmGeneric: return gen::generate_spmm_generic(p);
       case KernelFamily::SddmmFast: return gen::generate_sddmm_fast(p);
       case KernelFamily::SddmmGeneric: return gen::generate_sddmm_generic(p);

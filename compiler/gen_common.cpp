@@ -89,7 +89,7 @@ KernelGen::KernelGen(const Plan &plan, Snippets &h)
       tig(Expr::var("tig", 0, 3)),
       tid_x(Expr::var("threadIdx.x", 0, plan.launch.threads - 1)),
       n_base(Expr::var("n_base", 0, std::nullopt, plan.spec.bsn)),
-      nw(plan.launch.family == KernelFamily::SpmmResident
+      nw(plan.launch.b_resident()
              ? Expr::named("nw", 0)
              : Expr::var("nw", 0, (plan.launch.warps_per_group - 1) * plan.launch.warp_cols, plan.launch.warp_cols)),
       blk(Expr::var("blk", 0)) {
@@ -359,7 +359,7 @@ void KernelGen::epilogue() {
   const int n = nc();
   const bool i64 = p.spec.out != OutType::Int32;
   const std::string T = i64 ? "long long" : "u32";
-  const bool int8m = l.family == KernelFamily::SpmmRing || l.family == KernelFamily::SpmmResident;
+  const bool int8m = l.family == KernelFamily::SpmmRing || l.b_resident();
   const bool nib = int8m && all_rhs_nibbles();
   // Register i of the accumulator tile: its mma row and column.
   auto crow = [&](const Expr &i) { return sh.m == 16 ? gid + 8 * (i >> 1) : gid; };

@@ -101,7 +101,7 @@ class KernelGen {
   // `declare`).
   void lhs_frags(const std::string &name, bool declare, const LhsSource &src);
 
-  // The B fragments of the int8 m16n8k32 SpMM kernels (ring, resident): ldmatrix.trans of
+  // The B fragments of the int8 m16n8k32 SpMM kernels (ring, resident, decode): ldmatrix.trans of
   // the stride's gathered rows at `addr(j, byte offset)`, then the mmas with <lhs><g>.
   void ldmatrix_frags_and_mmas(const std::function<Expr(int j, int off)> &addr, const std::string &lhs);
   // acc(g, j, t) += rhs(j, t) x <lhs><g> for every group, rhs chunk and tile (int8, dense on M).
@@ -132,6 +132,7 @@ llvm::Expected<std::string> assemble(const Plan &p, const KernelFrame &frame, Ke
 // One generator per kernel family (compiler/launch.h).
 llvm::Expected<std::string> generate_spmm_ring(const Plan &p);
 llvm::Expected<std::string> generate_spmm_resident(const Plan &p);
+llvm::Expected<std::string> generate_spmm_decode(const Plan &p);
 llvm::Expected<std::string> generate_spmm_generic(const Plan &p);
 llvm::Expected<std::string> generate_sddmm_fast(const Plan &p);
 llvm::Expected<std::string> generate_sddmm_generic(const Plan &p);

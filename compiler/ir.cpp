@@ -87,6 +87,16 @@ llvm::Error validate(const OpSpec &s) {
       return err(llvm::Twine(name) + ": " + llvm::Twine(e.bits) + " bits is out of range (allowed: 1..16)");
   if (s.v != 1 && s.v != 2 && s.v != 4 && s.v != 8)
     return err("v: V=" + llvm::Twine(s.v) + " is not allowed (allowed: 1, 2, 4, 8)");
+  if (s.decode && s.op != OpKind::SpMM) return err("decode: only SpMM has a decode kernel (n<BSn>d)");
+  if (s.decode && !s.resident)
+    return err("decode: a decode kernel keeps B resident (decode implies resident; write n" + llvm::Twine(s.bsn) + "d)");
+  if (s.decode && s.split != 1)
+    return err("decode: the decode kernel splits strides over all its warps already (split must be 1; write n" +
+               llvm::Twine(s.bsn) + "d)");
+  if (s.decode && !s.prefetch) return err("decode: the decode kernel always prefetches (nopf is not allowed)");
+  if (s.decode && s.bsn != 16 && s.bsn != 32 && s.bsn != 48 && s.bsn != 64)
+    return err("decode: BSn=" + llvm::Twine(s.bsn) +
+               " is not a decode tile (allowed: 16, 32, 48, 64: N <= 64 rounded up to 16-column mma tiles)");
   if (resident_only_bsn(s.bsn) && !s.resident)
     return err("bsn: BSn=" + llvm::Twine(s.bsn) +
                " is allowed only for a resident-B SpMM (n" + llvm::Twine(s.bsn) + "r; otherwise allowed: 32, 64, 128, 256)");
@@ -125,7 +135,7 @@ std::string to_string(const OpSpec &s) {
   std::string t = std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v);
   if (s.pinned & kPinTile)
     t += ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
-         (s.resident ? "r" : "");
+         (s.decode ? "d" : s.resident ? "r" : "");
   if (s.pinned & kPinPrefetch)
     t += s.prefetch ? ".pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string(".nopf");
   return t + "." + out_name(s.out) + (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
@@ -165,6 +175,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   s.v = int(n);
   llvm::StringRef nf = f[3].empty() ? llvm::StringRef("n64") : f[3];
   if (nf.consume_back("r")) s.resident = true;
+  else if (nf.consume_back("d")) s.resident = s.decode = true;
   if (size_t kpos = nf.find('k'); kpos != llvm::StringRef::npos) {
     unsigned k = 0;
     if (nf.drop_front(kpos + 1).getAsInteger(10, k))
@@ -205,7 +216,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 
 llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
-                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
                             {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}, {"pinned", int(s.pinned)}};
 }
@@ -248,6 +259,7 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   if (auto st = o->getInteger("stages")) s.stages = int(*st);
   if (auto sp = o->getInteger("split")) s.split = int(*sp);
   if (auto rs = o->getBoolean("resident")) s.resident = *rs;
+  if (auto dc = o->getBoolean("decode")) s.decode = *dc;
   if (auto pn = o->getInteger("pinned")) {
     if (*pn < 0 || *pn > kPinAll) return need("pinned");
     s.pinned = uint8_t(*pn);

@@ -1,7 +1,7 @@
 // The IR: one value type, OpSpec, that describes one quantized sparse op.
 //
 // Text form (canonical; parse(print(x)) == x):
-//   <op>.<lhs>x<rhs>.v<V>[.n<BSn>[k2|r]][.<pf|pf2|pf3|pf4|nopf>].<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   <op>.<lhs>x<rhs>.v<V>[.n<BSn>[k2|r|d]][.<pf|pf2|pf3|pf4|nopf>].<out>[+t|+rc][+rowbias|+colbias].<arch>
 //   (a missing tile or prefetch field leaves those knobs to the dispatch: OpSpec::pinned)
 //   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, spmm.s8xs8.v8.n128.pf3.i32.sm_90,
 //        sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
@@ -63,6 +63,11 @@ struct OpSpec {
   bool resident = false;      // SpMM: each thread block keeps a K x BSn slice of B in shared memory
                               // and its warps gather rows from it for a run of row-blocks (text:
                               // n32r); BSn 16, 48 and 96 are allowed only here
+  bool decode = false;        // SpMM, N <= 64 (decode): the whole N (BSn = N rounded up to 16) in one
+                              // block, B resident as in `resident` (which it implies: the same B
+                              // slices and bank-balanced A), each row-block's strides split over the
+                              // block's warps (text: n16d; BSn 16, 32, 48 or 64; spmm-decode kernel).
+                              // Pinned with kPinResident (the B-residency knob)
   // The kernel knobs (bsn, prefetch + stages, split, resident) the caller fixed, as kPin*
   // bits; the dispatch (runtime/dispatch.h) chooses the others for the matrix and the GPU.
   // The text form omits an unpinned tile field (n..) or prefetch field (pf..):
@@ -87,7 +92,7 @@ llvm::Expected<int> parse_arch(llvm::StringRef s);
 
 // Checks every field; the error names the field, the value and what is allowed.
 llvm::Error validate(const OpSpec &spec);
-// BSn widths only a resident-B SpMM may use (16, 48, 96).
+// BSn widths only a resident-B (or decode) SpMM may use (16, 48, 96).
 inline bool resident_only_bsn(int bsn) { return bsn == 16 || bsn == 48 || bsn == 96; }
 
 std::string to_string(const OpSpec &spec);                  // canonical text form

@@ -50,7 +50,10 @@ std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
   std::vector<KernelParam> ps;
   ps.push_back(param(ParamKind::RowPtr, "const int *__restrict__", "row_ptr",
                      sddmm ? "the mask's 2 pointers per row-block" : "2 per row-block: first slot, end of real vectors"));
-  ps.push_back(param(ParamKind::ColIdx, "const int *__restrict__", "col_idx", "per slot; -1 pads"));
+  if (family == KernelFamily::SpmmDecode)
+    ps.push_back(param(ParamKind::ColIdx, "const unsigned short *__restrict__", "col_idx", "per slot, 16-bit; 0xffff pads"));
+  else
+    ps.push_back(param(ParamKind::ColIdx, "const int *__restrict__", "col_idx", "per slot; -1 pads"));
   for (size_t i = 0; i < p.lhs.size(); ++i)
     ps.push_back(param(ParamKind::LhsPlane, "const unsigned char *__restrict__", "a" + S(i),
                        "lhs chunk " + p.lhs[i].str() + ", " + S(p.lhs[i].storage_bits) +
@@ -61,6 +64,7 @@ std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
                        "rhs chunk " + p.rhs[j].str() + ", " + S(p.rhs[j].storage_bits) +
                            (sddmm                                      ? "-bit, N x ldk (column-major B)"
                             : family == KernelFamily::SpmmResident ? "-bit, slices of K x BSn, swizzled"
+                            : family == KernelFamily::SpmmDecode   ? "-bit, slices of K x BSn (one when N <= BSn), swizzled"
                                                                        : "-bit, K x ldb row-major"),
                        int(j)));
   const char *ctype = p.spec.out == OutType::Int32   ? "int *__restrict__"
@@ -79,8 +83,11 @@ std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
     ps.push_back(param(ParamKind::M, "int", "M", "rows of A and C"));
     ps.push_back(param(ParamKind::N, "int", "N", "columns of B and C"));
     ps.push_back(param(ParamKind::Ldb, "int", "ldb",
-                       family == KernelFamily::SpmmResident ? "the slice width (BSn)" : "B plane row pitch in elements"));
-    if (family == KernelFamily::SpmmResident) ps.push_back(param(ParamKind::K, "int", "K", "B's rows"));
+                       family == KernelFamily::SpmmResident || family == KernelFamily::SpmmDecode
+                           ? "the slice width (BSn)"
+                           : "B plane row pitch in elements"));
+    if (family == KernelFamily::SpmmResident || family == KernelFamily::SpmmDecode)
+      ps.push_back(param(ParamKind::K, "int", "K", "B's rows"));
   }
   if (is_float(p.spec.out)) {
     ps.push_back(param(ParamKind::Alpha, "float", "alpha", "tensor scale"));
@@ -97,6 +104,7 @@ const char *family_name(KernelFamily f) {
   switch (f) {
     case KernelFamily::SpmmRing: return "spmm-ring";
     case KernelFamily::SpmmResident: return "spmm-resident";
+    case KernelFamily::SpmmDecode: return "spmm-decode";
     case KernelFamily::SpmmGeneric: return "spmm-generic";
     case KernelFamily::SddmmFast: return "sddmm-fast";
     case KernelFamily::SddmmGeneric: return "sddmm-generic";
@@ -117,7 +125,10 @@ std::string plan_launch(Plan &p) {
   if (s.op == OpKind::SDDMM)
     l.family = fast ? KernelFamily::SddmmFast : KernelFamily::SddmmGeneric;
   else
-    l.family = !fast ? KernelFamily::SpmmGeneric : s.resident ? KernelFamily::SpmmResident : KernelFamily::SpmmRing;
+    l.family = !fast        ? KernelFamily::SpmmGeneric
+               : s.decode   ? KernelFamily::SpmmDecode
+               : s.resident ? KernelFamily::SpmmResident
+                            : KernelFamily::SpmmRing;
   l.block_cols = s.bsn;
   std::string why;
   switch (l.family) {
@@ -174,6 +185,44 @@ std::string plan_launch(Plan &p) {
         why = "resident: B resident in shared memory needs split 1 and the prefetch ring (" + to_string(s) + ")";
       break;
     }
+    case KernelFamily::SpmmDecode: {
+      // One block per SM holds all BSn columns (N rounded up to 16) of B's slice; its 16 (8) warps
+      // share the block's row-blocks as one run of strides cut into 16 equal pieces, so every
+      // SM keeps 16 x ring_depth strides of A and indices in flight. A row-block cut between
+      // warps is summed in shared memory (reduction_smem: one partial per warp, written over
+      // B's slice once every warp is done with it). Each warp holds two accumulator sets (the
+      // running one and its first row-block's partial): 16 warps leave 128 registers a thread.
+      // (__launch_bounds__(THREADS, 1) in the kernel.)
+      l.warp_cols = s.bsn;
+      l.tiles = s.bsn / 16;
+      const int accs = int(p.groups.size() * p.rhs.size()) * l.tiles;
+      // More than four accumulator tiles (two lhs groups or rhs planes at 48-64 columns) do
+      // not fit 128 registers: 8 warps of 255 registers instead.
+      l.warps_per_group = accs <= 4 ? 16 : 8;
+      l.threads = l.warps_per_group * 32;
+      // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: the deepest ring that
+      // leaves no spill (ptxas, sm_80 and sm_90): 8 for up to two accumulator tiles, 6 for
+      // three, 4 for four (3 with an int64 or float output), 4 at 8 warps.
+      l.ring_depth = s.stages ? s.stages
+                     : accs <= 2 ? 8
+                     : accs == 3 ? 6
+                     : accs == 4 ? (s.out == OutType::Int32 ? 4 : 3)
+                                 : 4;
+      l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial
+      l.reduction_smem = l.warps_per_group * accs * c_regs(p.shape) * 32 * 4;
+      for (const Chunk &c : p.rhs) l.slice_bytes_per_k += slice_row_bytes(p, c);
+      for (const Chunk &c : p.rhs) {
+        const int rb = slice_row_bytes(p, c);
+        if (rb != 16 && rb != 32 && rb != 48 && rb != 64)
+          why = "decode: a row of B is " + S(rb) + " bytes per plane at BSn=" + S(s.bsn) + " (" + S(c.storage_bits) +
+                "-bit planes); it must be 16, 32, 48 or 64 (4-bit B needs BSn 32 or 64)";
+      }
+      if (all_rhs_nibbles(p) && l.tiles % 2)
+        why = "decode: 4-bit B is gathered 32 columns at a time; BSn=" + S(s.bsn) + " must be 32 or 64";
+      if (s.split != 1 || !s.prefetch)
+        why = "decode: the decode kernel needs split 1 and prefetch (" + to_string(s) + ")";
+      break;
+    }
     case KernelFamily::SddmmFast: {
       const int warps = std::min(4, s.bsn / 16);  // 16 vectors per tile, BSn / 16 / warps tiles each
       l.warps_per_group = warps;
@@ -198,7 +247,10 @@ std::string plan_launch(Plan &p) {
     why = "split: only the int8 m16n8k32 dense-on-M SpMM kernel splits a row-block's strides over warp groups; plan " +
           to_string(s) + " uses " + p.shape.str() + " int" + S(p.native_bits) + " " + orientation_name(p.orient) +
           " (use split 1)";
-  if (s.resident && l.family != KernelFamily::SpmmResident)
+  if (s.decode && l.family != KernelFamily::SpmmDecode)
+    why = "decode: only the int8 m16n8k32 dense-on-M SpMM plan has a decode kernel; plan " + to_string(s) + " uses " +
+          p.shape.str() + " int" + S(p.native_bits) + " " + orientation_name(p.orient);
+  else if (s.resident && !l.b_resident())
     why = "resident: only the int8 m16n8k32 dense-on-M SpMM kernel keeps B resident; plan " + to_string(s) + " uses " +
           p.shape.str() + " int" + S(p.native_bits) + " " + orientation_name(p.orient);
   l.params = params_of(p, l.family);
@@ -208,10 +260,15 @@ std::string plan_launch(Plan &p) {
 
 std::string check_shared_memory(const Plan &p, long long k) {
   const Launch &l = p.launch;
-  if (l.family != KernelFamily::SpmmResident) return "";
+  if (!l.b_resident()) return "";
   const size_t need = l.dynamic_smem(k) + size_t(l.static_smem);
   const size_t limit = size_t(max_smem_per_block(p.spec.arch));
   if (need <= limit) return "";
+  if (l.family == KernelFamily::SpmmDecode)
+    return "decode: B resident in shared memory needs " + S((long long)need) + " bytes for K=" + S(k) + " x " +
+           S(p.spec.bsn) + " columns (" + S(l.slice_bytes_per_k) + " bytes a row of B) but a block on " +
+           arch_name(p.spec.arch) + " may use " + S((long long)limit) +
+           "; use a narrower decode tile (more column slices) or a plan without resident B";
   return "resident: B resident in shared memory needs " + S((long long)need) + " bytes for K=" + S(k) + " at BSn=" +
          S(p.spec.bsn) + " but a block on " + arch_name(p.spec.arch) + " may use " + S((long long)limit) +
          "; use a smaller bsn or a plan without resident B";
@@ -224,8 +281,11 @@ std::string Launch::str() const {
   if (family == KernelFamily::SpmmRing)
     o += ring_depth > 1 ? ", " + S(ring_depth) + "-deep cp.async ring" : ", no ring (gather, wait, compute)";
   if (family == KernelFamily::SpmmResident) o += ", " + S(ring_depth) + "-deep register ring";
+  if (family == KernelFamily::SpmmDecode)
+    o += ", block strides split over " + S(threads / 32) + " warps, " + S(ring_depth) + "-deep register ring";
   o += ", " + S(static_smem) + " B static smem";
   if (slice_bytes_per_k) o += " + max(K,8) x " + S(slice_bytes_per_k) + " B dynamic";
+  if (family == KernelFamily::SpmmDecode) o += " (at least " + S(reduction_smem) + " B: the warps' partial sums)";
   o += "\n            params";
   for (const KernelParam &prm : params) o += " " + prm.name;
   return o;

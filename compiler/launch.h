@@ -18,6 +18,7 @@ struct Chunk;
 enum class KernelFamily {
   SpmmRing,      // int8 m16n8k32, dense on M: every input of a stride through one cp.async ring
   SpmmResident,  // int8 m16n8k32, dense on M: a K x BSn slice of B in dynamic shared memory
+  SpmmDecode,    // int8 m16n8k32, dense on M, N <= 64: B resident, each block's strides split over its warps
   SpmmGeneric,   // any other mma (sm_80 int4, m8n8, sparse on M): B gathered into shared memory
   SddmmFast,     // int8 m16n8k32, vectors on M: 16-byte K-contiguous loads straight into registers
   SddmmGeneric,  // any other mma: fragments straight from global memory
@@ -58,14 +59,20 @@ struct Launch {
   int ring_depth = 1;         // strides in flight: cp.async stages (ring), register ring (resident); 1 = none
   int index_ring = 1;         // SpMM ring: strides of column indices in shared memory
   int static_smem = 0;        // bytes of static shared memory
-  int reduction_smem = 0;     // SpMM ring, split: a separate buffer for the groups' sums (0: reuses the ring)
-  int slice_bytes_per_k = 0;  // resident: dynamic shared memory per row of B (every rhs plane)
+  int reduction_smem = 0;     // SpMM ring, split: a separate buffer for the groups' sums (0: reuses the ring);
+                              // decode: the warps' partial accumulators (dynamic, over B's slice once the loop is done)
+  int slice_bytes_per_k = 0;  // resident, decode: dynamic shared memory per row of B (every rhs plane)
   int block_cols = 64;        // dense columns (SDDMM: vectors) per block: grid x = ceil(N / block_cols)
   std::vector<KernelParam> params;  // in order
 
-  // Dynamic shared memory for B with k rows (resident: max(k, 8) slice rows; else 0).
+  // B's slice lives in dynamic shared memory (resident, decode).
+  bool b_resident() const { return family == KernelFamily::SpmmResident || family == KernelFamily::SpmmDecode; }
+  // Dynamic shared memory for B with k rows (resident: max(k, 8) slice rows; decode: that or
+  // the warps' partial sums, whichever is larger; else 0).
   size_t dynamic_smem(long long k) const {
-    return family == KernelFamily::SpmmResident ? size_t(k < 8 ? 8 : k) * size_t(slice_bytes_per_k) : 0;
+    if (!b_resident()) return 0;
+    const size_t slice = size_t(k < 8 ? 8 : k) * size_t(slice_bytes_per_k);
+    return family == KernelFamily::SpmmDecode && size_t(reduction_smem) > slice ? size_t(reduction_smem) : slice;
   }
   unsigned grid_x(long long n) const { return unsigned((n + block_cols - 1) / block_cols); }
   std::string str() const;  // one readable line

@@ -32,7 +32,7 @@ std::string Plan::kernel_name() const {
   std::string lr = spec.lhs.str() + spec.rhs.str();
   std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_n" +
                      std::to_string(spec.bsn) + (spec.split > 1 ? "k" + std::to_string(spec.split) : std::string()) +
-                     (spec.resident ? "r" : "") + (spec.prefetch ? "_pf" : "_nopf") +
+                     (spec.decode ? "d" : spec.resident ? "r" : "") + (spec.prefetch ? "_pf" : "_nopf") +
                      (spec.stages ? std::to_string(spec.stages) : std::string());
   if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
   name += "_sm" + std::to_string(spec.arch);
@@ -114,7 +114,7 @@ uint64_t fingerprint(const Plan &p) {
   const OpSpec &s = p.spec;
   static_assert(sizeof(OpSpec) == 60, "an OpSpec field was added or changed: hash it here");
   f.append({int64_t(s.op), s.lhs.bits, s.lhs.is_signed, s.rhs.bits, s.rhs.is_signed, s.v, s.bsn, s.prefetch,
-            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.pinned});
+            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.pinned});
   f.append({p.native_bits, p.shape.m, p.shape.n, p.shape.k, int64_t(p.orient)});
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     f.push_back(int64_t(cs->size()));

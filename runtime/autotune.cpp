@@ -78,8 +78,8 @@ llvm::Expected<const llvm::json::Value *> field(const llvm::json::Object &o, llv
 
 const std::vector<KnobInfo> &knob_table() {
   static const std::vector<KnobInfo> table = {
-      // 48 is a resident-B width only (three mma tiles per stride; other kernels skip it)
-      {"bsn", &Knobs::bsn, {32, 48, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
+      // 16 and 48 are resident-B (and decode) widths only (three mma tiles per stride; other kernels skip it)
+      {"bsn", &Knobs::bsn, {16, 32, 48, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
        [](const OpSpec &s) { return s.bsn; }, [](int v) { return "--bsn=" + std::to_string(v); }},
       // 0: off; 1: on, automatic ring depth; 2..4: SpMM's cp.async ring depth (SDDMM: on)
       {"prefetch", &Knobs::prefetch, {4, 3, 2, 0},
@@ -101,6 +101,13 @@ const std::vector<KnobInfo> &knob_table() {
       {"resident", &Knobs::resident, {0, 1}, [](OpSpec &s, int v) { s.resident = s.op == OpKind::SpMM && v; },
        [](const OpSpec &s) { return int(s.resident); },
        [](int v) { return v ? std::string("--resident") : std::string(); }},
+      // SpMM's decode kernel (0 or 1): a resident-B layout, so it is tried with resident 1
+      // (resident 0 and decode 1 is the plain spec again, tried once); BSn 16..64 only,
+      // split 1, prefetch on; the launch skips it, with its reason, when K x BSn does not fit
+      {"decode", &Knobs::decode, {0, 1},
+       [](OpSpec &s, int v) { s.decode = s.op == OpKind::SpMM && v && s.resident; },
+       [](const OpSpec &s) { return int(s.decode); },
+       [](int v) { return v ? std::string("--decode") : std::string(); }},
   };
   return table;
 }
@@ -128,7 +135,8 @@ llvm::Expected<Knobs> knobs_from_json(const llvm::json::Value &v) {
   if (!o) return o.takeError();
   Knobs k;
   for (const KnobInfo &i : knob_table()) {
-    if (std::string(i.name) == "resident" && !(*o)->get("resident")) continue;  // records older than the knob
+    if ((std::string(i.name) == "resident" || std::string(i.name) == "decode") && !(*o)->get(i.name))
+      continue;  // records older than the knob
     auto x = int_field(**o, i.name, "knobs");
     if (!x) return x.takeError();
     k.*i.field = int(*x);

@@ -41,6 +41,7 @@ struct Knobs {
   int bsn = 64;      // OpSpec::bsn: dense tile width of one thread block
   int prefetch = 1;  // OpSpec::prefetch and ::stages: 0 off, 1 on (automatic depth), 2..4 ring depth
   int split = 1;     // OpSpec::split: SpMM warp groups sharing a row-block's strides, 1 or 2
+  int decode = 0;    // OpSpec::decode: SpMM's decode kernel (N <= 64), 0 or 1
   int resident = 0;  // OpSpec::resident: SpMM's B slice kept in shared memory, 0 or 1
   friend bool operator==(const Knobs &, const Knobs &) = default;
 };

@@ -136,7 +136,7 @@ llvm::Expected<Dispatched> dispatch_kernel(const OpSpec &base, const MatrixSigna
     d.why = record_note + pc.why;
     if (base.pinned) {  // partly pinned: name what the flags fixed
       std::string names;
-      for (auto [bit, name] : {std::pair{kPinBsn, "bsn"}, {kPinPrefetch, "prefetch"}, {kPinSplit, "split"}, {kPinResident, "resident"}})
+      for (auto [bit, name] : {std::pair{kPinBsn, "bsn"}, {kPinPrefetch, "prefetch"}, {kPinSplit, "split"}, {kPinResident, base.decode ? "decode" : "resident"}})
         if (base.pinned & bit) names += std::string(names.empty() ? "" : ", ") + name;
       d.why = "pinned " + names + "; " + d.why;
     }

@@ -128,6 +128,7 @@ llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout) {
   }
   d.rows = layout.rows;
   d.cols = layout.cols;
+  d.index_bits = a.index_bits;
   d.num_blocks = layout.num_blocks();
   d.max_block_length = layout.max_block_length;
   return d;
@@ -229,6 +230,15 @@ Dim3 resident_grid(const Launch &l, int64_t n, int64_t row_blocks, size_t smem, 
   return Dim3{unsigned(slices), unsigned(parts), 1};
 }
 
+Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int sm_count) {
+  // Slices of BSn columns (one when N <= BSn) x one block per SM: each block loads its slice of
+  // B once and its warps stream a stride-balanced run of row-blocks (the kernel finds it from
+  // the row pointers), so more blocks would only load B again. At most one block per row-block.
+  const int64_t slices = l.grid_x(n);
+  const int64_t parts = std::clamp<int64_t>(int64_t(sm_count) / slices, 1, std::min<int64_t>(row_blocks, 65535));
+  return Dim3{unsigned(slices), unsigned(parts), 1};
+}
+
 llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
                            const DeviceEpilogue *epi) const {
   if (plan_.spec.op != OpKind::SpMM) return err("launch: this kernel is " + llvm::Twine(op_name(plan_.spec.op)));
@@ -242,12 +252,18 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   if (auto e = check_reduction_length(plan_, a.max_block_length)) return e;
   // B's layout follows the plan: slices of BSn columns for resident B, else rows of ldb.
   const Launch &l = plan_.launch;
-  const bool resident = l.family == KernelFamily::SpmmResident;
+  const bool resident = l.b_resident();
   if (resident ? b.ldb != plan_.spec.bsn : b.ldb % kLdbAlign != 0)
-    return err("spmm: B was packed for another plan (ldb " + llvm::Twine(b.ldb) + "; this " +
-               (resident ? "resident-B plan wants slices of " + llvm::Twine(plan_.spec.bsn) + " columns"
-                         : "plan wants rows padded to a multiple of " + llvm::Twine(kLdbAlign)) +
+    return err("spmm: B was packed for another plan (ldb " + std::to_string(b.ldb) + "; this " +
+               (resident ? std::string(l.family == KernelFamily::SpmmDecode ? "decode" : "resident-B") +
+                               " plan wants slices of " + std::to_string(plan_.spec.bsn) + " columns"
+                         : "plan wants rows padded to a multiple of " + std::to_string(kLdbAlign)) +
                "): pack B with this plan");
+  const int index_bits = l.family == KernelFamily::SpmmDecode ? 16 : 32;
+  if (a.index_bits != index_bits)
+    return err("spmm: A was packed for another plan (" + llvm::Twine(a.index_bits) + "-bit column indices; this " +
+               (index_bits == 16 ? "decode plan reads 16-bit ones" : "plan reads 32-bit ones") +
+               "): pack A with this plan");
   if (a.num_blocks == 0 || b.n == 0) return llvm::Error::success();
   if (a.num_blocks > 65535) return err("spmm: " + llvm::Twine(a.num_blocks) + " row-blocks exceed the grid's 65535");
   LaunchValues v;
@@ -263,10 +279,12 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   if (resident) {
     const size_t smem = l.dynamic_smem(b.k);
     if (smem > size_t(max_shared_))
-      return err("spmm: resident B needs " + llvm::Twine(smem) + " bytes of shared memory for K=" + llvm::Twine(b.k) +
+      return err("spmm: " + llvm::Twine(l.family == KernelFamily::SpmmDecode ? "decode: B" : "resident B") +
+                 " needs " + llvm::Twine(smem) + " bytes of shared memory for K=" + llvm::Twine(b.k) +
                  " at BSn=" + llvm::Twine(plan_.spec.bsn) + " but a block may use " + llvm::Twine(max_shared_) +
                  "; use a smaller bsn or a plan without resident B");
-    const Dim3 grid = resident_grid(l, b.n, a.num_blocks, smem, sm_count_);
+    const Dim3 grid = l.family == KernelFamily::SpmmDecode ? decode_grid(l, b.n, a.num_blocks, sm_count_)
+                                                            : resident_grid(l, b.n, a.num_blocks, smem, sm_count_);
     return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true);
   }
   const Dim3 grid{l.grid_x(b.n), unsigned(a.num_blocks), 1};
@@ -369,7 +387,7 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   k->fn_ = *fn;
   k->sm_count_ = ctx.sm_count();
   k->max_shared_ = ctx.max_shared_per_block_optin();
-  if (plan.launch.family == KernelFamily::SpmmResident) {  // once, so that launches do not set it again
+  if (plan.launch.b_resident()) {  // once, so that launches do not set it again
     auto fixed = static_shared_bytes(k->fn_);
     if (!fixed) return fixed.takeError();
     k->max_shared_ -= *fixed;  // what is left for dynamic shared memory

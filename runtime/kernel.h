@@ -30,6 +30,7 @@ struct DeviceLhs {
   std::vector<DeviceBuffer> planes;
   int64_t rows = 0, cols = 0, num_blocks = 0, max_block_length = 0;
   DeviceBuffer dense;  // the dense route's A (M x K int8, row-major) instead of the above buffers
+  int index_bits = 32;  // 16: a decode plan's column indices (PackedLhs::index_bits)
 };
 struct DeviceRhs {
   std::vector<DeviceBuffer> planes;
@@ -76,6 +77,10 @@ enum class SparseLayout { SrBcrs, Bcrs };
 // The grid of a resident-B SpMM kernel: x = slices of BSn columns, y = parts of the
 // row-block list, as many as fill the device's SMs once.
 Dim3 resident_grid(const Launch &launch, int64_t n, int64_t row_blocks, size_t smem, int sm_count);
+
+// The grid of a decode SpMM kernel: x = slices of BSn columns (one when N <= BSn), y = one
+// block per SM (at most one per row-block); the kernel balances the row-blocks by strides.
+Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int sm_count);
 
 // A loaded kernel of either op.
 class Kernel {

@@ -31,7 +31,31 @@ llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan) {
   if (auto e = check_range(a, plan.spec.lhs, "lhs A")) return e;
   PackedLhs p;
   p.row_ptr.assign(a.row_ptr.begin(), a.row_ptr.end());
-  p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
+  if (plan.launch.family == KernelFamily::SpmmDecode) {
+    if (a.cols > 65535)
+      return err("pack: the decode kernel reads 16-bit column indices but A has K=" + llvm::Twine(a.cols) +
+                 " columns (at most 65535)");
+    if (plan.k_stride != 32) return err("pack: a decode plan's stride must be 32");
+    p.index_bits = 16;
+    p.col_idx.assign(a.col_idx.size(), 0);
+    auto *u16 = reinterpret_cast<uint16_t *>(p.col_idx.data());
+    for (size_t i = 0; i < a.col_idx.size(); ++i) u16[i] = a.col_idx[i] < 0 ? uint16_t(0xffff) : uint16_t(a.col_idx[i]);
+  } else {
+    p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
+  }
+  if (p.index_bits == 16) {
+    // Decode plans: the 4-element groups of each row's 32 k stored in the order 0 4 1 5 2 6 3 7,
+    // so that a lane's two mma words (k 4t..4t+3 and 16+4t..) sit side by side: one 8-byte
+    // load (4-bit planes: 4 bytes) instead of two.
+    static constexpr int kWordAt[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // original group -> stored group
+    std::vector<int64_t> wide(a.values.size());
+    for (size_t e = 0; e < a.values.size(); ++e) {
+      const size_t k = e % 32;
+      wide[e - k + size_t(kWordAt[k / 4]) * 4 + k % 4] = a.values[e];
+    }
+    for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(wide, c));
+    return p;
+  }
   for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(a.values, c));
   return p;
 }

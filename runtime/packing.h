@@ -18,9 +18,16 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c);
 
 // A's SR-BCRS as the kernel reads it: int32 row pointers and column indices, one plane per
 // lhs chunk in the SR-BCRS value layout. Values outside the lhs type are refused.
+// Decode plans (spmm-decode) read 16-bit column indices (index_bits 16): slot s's column is
+// the uint16 at byte 2s of col_idx (0xffff pads), so the first half of its words hold them
+// (the vector keeps one word a slot, so every size stays the same). Their B fits shared
+// memory only for K <= 14528 (16 bytes a row), far below 65535. Their value planes store the
+// 4-element groups of each row's 32 k in the order 0 4 1 5 2 6 3 7: a lane's two mma words
+// side by side, one 8-byte load (4-bit: 4 bytes).
 struct PackedLhs {
   std::vector<int32_t> row_ptr, col_idx;
   std::vector<Plane> planes;
+  int index_bits = 32;
 };
 llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan);
 

@@ -85,6 +85,7 @@ class SpmmPipeline : public Pipeline {
     if (p.shuffle_b)
       for (int x : p.shuffle) lk += "s" + std::to_string(x);
     if (p.spec.resident) lk += " bank-balanced";
+    if (p.launch.family == KernelFamily::SpmmDecode) lk += " 16-bit indices";
     auto da = upload_once(lhs_, lk, [&]() -> llvm::Expected<DeviceLhs> {
       auto layout = build_srbcrs(a_, p);
       if (!layout) return layout.takeError();

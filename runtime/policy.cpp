@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -32,6 +33,60 @@ bool buildable(const OpSpec &s, int64_t k) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The decode kernel for an SpMM of N <= 64 (or with decode pinned): the tile width that pads
+// N least (then the fewest slices) among those whose plan builds and whose B fits shared
+// memory; none when the caller pinned another kernel or nothing fits.
+std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignature &sig) {
+  auto pinned = [&](uint8_t bit) { return (base.pinned & bit) != 0; };
+  const bool forced = pinned(kPinResident) && base.decode;
+  if (!forced && (sig.n > 64 || sig.n <= 0 || pinned(kPinResident) || (pinned(kPinSplit) && base.split != 1) ||
+                  (pinned(kPinPrefetch) && !base.prefetch)))
+    return std::nullopt;
+  OpSpec d = base;
+  d.pinned = kPinAll;
+  d.resident = d.decode = true;
+  d.split = 1;
+  d.prefetch = true;
+  d.stages = pinned(kPinPrefetch) ? base.stages : 0;
+  std::vector<int> widths = {16, 32, 48, 64};
+  if (pinned(kPinBsn)) widths = {base.bsn};
+  int best = 0;
+  int64_t best_cols = 0, best_smem = 0;
+  for (int w : widths) {
+    OpSpec t = d;
+    t.bsn = w;
+    if (auto e = validate(t)) {
+      llvm::consumeError(std::move(e));
+      continue;
+    }
+    auto p = plan(t);
+    if (!p) {
+      llvm::consumeError(p.takeError());
+      continue;
+    }
+    if (!check_shared_memory(*p, sig.k).empty()) continue;
+    // More than four accumulator tiles (two sets a warp) spill at 128 registers: a narrower
+    // tile (more slices) instead, unless the width was pinned.
+    if (!pinned(kPinBsn) && int(p->groups.size() * p->rhs.size()) * p->launch.tiles > 4) continue;
+    const int64_t cols = ceil_div(std::max<int64_t>(sig.n, 1), w) * w;
+    if (!best || cols < best_cols || (cols == best_cols && w > best)) {
+      best = w;
+      best_cols = cols;
+      best_smem = int64_t(p->launch.dynamic_smem(sig.k));
+    }
+  }
+  if (!best) return std::nullopt;
+  d.bsn = best;
+  const int64_t slices = ceil_div(std::max<int64_t>(sig.n, 1), best);
+  const std::string kib = fmt::format("{:.0f} KiB", double(best_smem) / 1024);
+  std::string why =
+      slices == 1 ? fmt::format("decode: N={} in one {}-column tile, B resident ({}), strides split over warps", sig.n,
+                                best, kib)
+                  : fmt::format("decode: N={} in {} slices of {} columns, B resident ({} a block), strides split over warps",
+                                sig.n, slices, best, kib);
+  return PolicyChoice{d, why};
+}
+
 }  // namespace
 
 PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev) {
@@ -47,6 +102,9 @@ PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const D
     if (!pinned(kPinBsn) && !(base.pinned & kPinResident && base.resident)) s.bsn = 128;
     return {s, "no matrix given: 128-column tiles"};
   }
+  // 0. Decode (N <= 64): the whole N (BSn = N rounded up to 16) in one block, B resident,
+  //    each block's strides split over its warps: bound by A's bytes, not by the grid.
+  if (auto d = decode_choice(base, *sig)) return *d;
   const int64_t sms = std::max(1, dev.sm_count);
   const int64_t blocks = sig->blocks, n = sig->n, k = sig->k;
   const double strides = sig->mean / 32;  // mean strides per row-block
@@ -116,7 +174,7 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 constexpr double kSparseMargin = 1.1;
 
 // Whether the plan's kernel is built to stream its weight (the decode kernel).
-bool streams_weight(const Plan &) { return false; }
+bool streams_weight(const Plan &p) { return p.launch.family == KernelFamily::SpmmDecode; }
 }  // namespace
 
 std::string RouteEstimate::str() const { return fmt::format("sparse ~{:.1f} us, dense ~{:.1f} us", sparse_us, dense_us); }

@@ -1,4 +1,4 @@
-// The library's policy: the kernel knobs (BSn, ring depth, split, resident B) it picks for an
+// The library's policy: the kernel knobs (BSn, ring depth, split, resident B, decode) it picks for an
 // op on a matrix and a device when no tuning record exists. Every caller gets it through the
 // dispatch (runtime/dispatch.h); knobs the caller pinned (OpSpec::pinned) are kept.
 //
@@ -15,6 +15,9 @@
 //     shared memory, and two lhs groups only with an int32 output (more accumulators spill).
 //   - short rows (8 or fewer strides) of 8-bit B on wide grids: a 2-deep ring (a deeper one
 //     holds strides the row-block does not have and costs blocks per SM).
+//   - decode (N <= 64): the decode kernel (compiler/gen_spmm_decode.cpp) whenever its plan
+//     builds and B fits shared memory: the tile that pads N least (then the fewest column
+//     slices), at most four accumulator tiles (more spill); bound by A's bytes, not the grid.
 //   - SDDMM: 128 vectors per block when both operands are one byte plane, else 64.
 // The measurements behind each threshold are in bench/NOTES.md (H100, 2026-11-22).
 #pragma once

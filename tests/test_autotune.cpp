@@ -287,11 +287,12 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
     }
     // 48 only with resident B of 8-bit planes (three tiles of 48-byte slice rows); 4-bit B
     // (24-byte rows) and the other kernels skip it.
+    // 16 likewise (16-byte rows of 8-bit B: resident B and the decode kernel).
     std::set<int> want{32, 64, 128, 256};
-    if (base.op == OpKind::SpMM && base.rhs.bits > 4) want.insert(48);
+    if (base.op == OpKind::SpMM && base.rhs.bits > 4) want.insert(48), want.insert(16);
     EXPECT_EQ(bsns, want) << to_string(base);
     for (const Candidate &c : *cands)
-      if (c.knobs.bsn == 48) {
+      if (c.knobs.bsn == 48 || c.knobs.bsn == 16) {
         EXPECT_TRUE(c.spec.resident) << c.str();
       }
     EXPECT_EQ(prefetches, base.op == OpKind::SpMM ? (std::set<int>{0, 2, 3, 4}) : (std::set<int>{0, 1}));
@@ -320,6 +321,7 @@ TEST(Autotune, ResidentCandidatesOnlyWhereBuildable) {
   std::set<int> bsns;
   for (const Candidate &c : *cands) {
     EXPECT_TRUE(c.spec.resident) << c.str();
+    if (c.spec.decode) continue;  // counted in DecodeCandidatesOnlyWhereBuildable
     EXPECT_EQ(c.spec.split, 1);
     EXPECT_TRUE(c.spec.prefetch);
     bsns.insert(c.spec.bsn);
@@ -729,6 +731,124 @@ TEST(Autotune, LookupMissFallsBackToThePolicy) {
   auto e = tuned_plan(store, bad, sig, "Test GPU");
   ASSERT_FALSE(bool(e));
   EXPECT_NE(llvm::toString(e.takeError()).find("v"), std::string::npos);
+}
+
+// Decode sizes (N <= 64): the policy picks the decode kernel, the whole N in one block when
+// its B fits shared memory, with a readable reason; pinned knobs keep their kernel.
+TEST(Policy, DecodeKernelForSmallN) {
+  auto sig_of = [](int64_t m, int64_t k, int64_t n, double sparsity) {
+    MatrixSignature g;
+    g.m = m, g.k = k, g.n = n, g.v = 8;
+    g.blocks = m / 8;
+    g.mean = g.max = std::round((1 - sparsity) * double(k));
+    g.vectors = int64_t(g.mean) * g.blocks;
+    return g;
+  };
+  const DeviceFacts dev = DeviceFacts::reference_for(90);
+  OpSpec base = kBase;
+  base.lhs = base.rhs = {8, true};
+  base.pinned = 0;
+  MatrixSignature g = sig_of(4096, 4096, 16, 0.5);
+  PolicyChoice c = policy_spec(base, &g, dev);
+  EXPECT_TRUE(c.spec.decode);
+  EXPECT_TRUE(c.spec.resident);
+  EXPECT_EQ(c.spec.bsn, 16);
+  EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n16d.pf.i32.sm_90");
+  EXPECT_EQ(c.why, "decode: N=16 in one 16-column tile, B resident (64 KiB), strides split over warps");
+  for (auto [n, bsn] : {std::pair{1, 16}, {5, 16}, {17, 32}, {33, 48}, {48, 48}}) {
+    g.n = n;
+    c = policy_spec(base, &g, dev);
+    EXPECT_TRUE(c.spec.decode) << n;
+    EXPECT_EQ(c.spec.bsn, bsn) << n;
+  }
+  // N=64 at K=4096: 256 KiB of B does not fit; two slices of 32 columns do.
+  g.n = 64;
+  c = policy_spec(base, &g, dev);
+  EXPECT_EQ(c.spec.bsn, 32);
+  EXPECT_EQ(c.why, "decode: N=64 in 2 slices of 32 columns, B resident (128 KiB a block), strides split over warps");
+  // K=14336: 16 columns fit (224 KiB), 32 do not.
+  g = sig_of(4096, 14336, 32, 0.7);
+  c = policy_spec(base, &g, dev);
+  EXPECT_EQ(c.spec.bsn, 16);
+  EXPECT_NE(c.why.find("2 slices of 16 columns"), std::string::npos) << c.why;
+  // 4-bit B: 32-column tiles.
+  OpSpec b4 = base;
+  b4.lhs = b4.rhs = {4, true};
+  g = sig_of(4096, 4096, 16, 0.7);
+  c = policy_spec(b4, &g, dev);
+  EXPECT_EQ(to_string(c.spec), "spmm.s4xs4.v8.n32d.pf.i32.sm_90");
+  // Two lhs groups: at most four accumulator tiles (no spill), so narrower tiles at N=64.
+  OpSpec wide = base;
+  wide.lhs = {16, true};
+  g.n = 64;
+  c = policy_spec(wide, &g, dev);
+  EXPECT_TRUE(c.spec.decode);
+  EXPECT_EQ(c.spec.bsn, 32) << c.why;
+  // N > 64: not decode.
+  g.n = 65;
+  EXPECT_FALSE(policy_spec(base, &g, dev).spec.decode);
+  // Pinned knobs: resident B pinned keeps the resident kernel; split 2 or no prefetch pinned
+  // rule decode out; decode pinned is kept even for a wider N.
+  g.n = 16;
+  OpSpec pin = base;
+  pin.pinned = kPinResident;
+  pin.resident = true;
+  c = policy_spec(pin, &g, dev);
+  EXPECT_FALSE(c.spec.decode);
+  pin.resident = false;
+  EXPECT_FALSE(policy_spec(pin, &g, dev).spec.decode);
+  pin = base;
+  pin.pinned = kPinSplit;
+  pin.split = 2;
+  EXPECT_FALSE(policy_spec(pin, &g, dev).spec.decode);
+  pin = base;
+  pin.pinned = kPinResident;
+  pin.resident = pin.decode = true;
+  g.n = 200;
+  c = policy_spec(pin, &g, dev);
+  EXPECT_TRUE(c.spec.decode);
+  EXPECT_EQ(c.spec.bsn, 16) << "the fewest padded columns: 13 x 16 = 208 (64 does not fit at K=4096)";
+  // The dispatch and `magicube plan` say so.
+  CliResult r = run_shell(magicube_cli() + " plan --lhs=s8 --rhs=s8 --v=8 --m=4096 --k=4096 --sparsity=0.5 --n=16 2>&1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("plan spmm.s8xs8.v8.n16d.pf.i32.sm_90"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("spmm-decode"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("chosen by: policy (decode: N=16 in one 16-column tile"), std::string::npos) << r.output;
+}
+
+// The tuner times the decode kernel where it builds: BSn 16..64, split 1, prefetch on.
+TEST(Autotune, DecodeCandidatesOnlyWhereBuildable) {
+  OpSpec base = kBase;
+  base.lhs = base.rhs = {8, true};
+  auto all = tuning_candidates(base);
+  ASSERT_TRUE(bool(all)) << llvm::toString(all.takeError());
+  int n = 0;
+  for (const Candidate &c : *all) {
+    if (!c.spec.decode) continue;
+    ++n;
+    EXPECT_TRUE(c.spec.resident);
+    EXPECT_LE(c.spec.bsn, 64);
+    EXPECT_EQ(c.spec.split, 1);
+    EXPECT_TRUE(c.spec.prefetch);
+    EXPECT_NE(c.run_flags().find("--decode"), std::string::npos);
+  }
+  EXPECT_GE(n, 4) << "BSn 16, 32, 48 and 64";
+  // Resident pinned off: no decode either (decode is a resident-B layout).
+  TuneOptions nores;
+  nores.knob_values["resident"] = {0};
+  auto plain_ring = tuning_candidates(base, nores);
+  ASSERT_TRUE(bool(plain_ring));
+  for (const Candidate &c : *plain_ring) EXPECT_FALSE(c.spec.decode || c.spec.resident) << c.str();
+  TuneOptions off;
+  off.knob_values["decode"] = {0};
+  off.max_candidates = 0, off.prune = 0;
+  auto plain = timed_candidates(base, spmm_signature(uniform_rows(512, 512, 8, 154), 16), DeviceFacts::reference_for(90), off);
+  ASSERT_TRUE(bool(plain));
+  for (const Candidate &c : *plain) EXPECT_FALSE(c.spec.decode) << c.str();
+  // A record written before the knob existed still reads (decode 0).
+  auto k = knobs_from_json(llvm::json::Object{{"bsn", 64}, {"prefetch", 1}, {"split", 1}, {"resident", 0}});
+  ASSERT_TRUE(bool(k));
+  EXPECT_EQ(k->decode, 0);
 }
 
 TEST(Autotune, LookupHitReproducesTheChoice) {

@@ -106,6 +106,23 @@ std::vector<Variant> grid() {
       if (ri == 3) s.out = OutType::F16, s.scale = Scale::RowCol, s.bias = Bias::Row;
       g.push_back({s, 0});
     }
+  // The decode kernel (N <= 64): every tile width, 8- and 4-bit planes, several lhs chunks,
+  // an odd type, int64 and float outputs, both archs, automatic and pinned ring depths.
+  int di = 0;
+  for (int bsn : {16, 32, 48, 64})
+    for (auto [l, r] : {std::pair<ElemType, ElemType>{{8, true}, {8, true}}, {{4, true}, {8, true}}, {{4, true}, {4, true}},
+                        {{7, false}, {5, true}}, {{12, true}, {8, true}}, {{8, false}, {16, true}}}) {
+      ++di;
+      const int arch = di % 3 ? 90 : 80;
+      OpSpec s = spmm(l, r, 8 >> (di % 3), arch, true, max_exact_k(l, r) ? OutType::Int32 : OutType::Int64, bsn);
+      if (r.bits <= 4 && bsn % 32) continue;  // 4-bit B: 32-column pairs
+      if (r.bits > 8 && bsn > 32) continue;   // two rhs planes x four tiles: narrower tiles instead
+      s.resident = s.decode = true;
+      s.stages = di % 4 == 1 ? 2 + di % 3 : 0;
+      if (di % 5 == 2) s.out = OutType::F16, s.scale = Scale::RowCol;
+      if (di % 7 == 3) s.out = OutType::Int64, s.scale = Scale::None;
+      g.push_back({s, 0});
+    }
   // Float epilogues: every output type and scale/bias mode on both archs.
   for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
     for (int arch : {90, 80})
@@ -120,7 +137,8 @@ std::vector<Variant> grid() {
       }
   // The golden kernels (tests/test_golden.cpp).
   for (auto [text, candidate] : {std::pair{"spmm.s8xs8.v8.n64.pf.i32.sm_90", 0}, {"spmm.s8xs8.v8.n64k2.pf.i32.sm_90", 0},
-                                 {"spmm.s8xs8.v8.n48r.pf.i32.sm_90", 0}, {"spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},
+                                 {"spmm.s8xs8.v8.n48r.pf.i32.sm_90", 0}, {"spmm.s8xs8.v8.n16d.pf.i32.sm_90", 0},
+                                 {"spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},
                                  {"spmm.s12xu4.v4.n64.pf.i32.sm_80", 0}, {"spmm.s8xs8.v2.n64.pf.i32.sm_90", 2},
                                  {"sddmm.s8xs8.v8.n64.pf.i32.sm_90", 0}, {"sddmm.u3xs7.v2.n64.pf.i32.sm_80", 1},
                                  {"spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90", 0}})
@@ -157,7 +175,7 @@ TEST_P(CodegenGrid, CompilesThroughNvrtc) {
 INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](const auto &info) {
   const OpSpec &s = info.param.spec;
   return std::string(op_name(s.op)) + "_" + s.lhs.str() + s.rhs.str() + "_v" + std::to_string(s.v) + "_n" +
-         std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + (s.resident ? "r" : "") +
+         std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) + (s.decode ? "d" : s.resident ? "r" : "") +
          (s.stages ? "_pf" + std::to_string(s.stages) : "") + (s.prefetch ? "_pf" : "_nopf") + "_sm" +
          std::to_string(s.arch) + "_" + out_name(s.out) + (s.scale != Scale::None ? "_" + std::string(scale_name(s.scale)) : "") +
          (s.bias != Bias::None ? "_" + std::string(bias_name(s.bias)) + "bias" : "") + "_c" +
@@ -300,6 +318,125 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
   ASSERT_TRUE(bool(ps));
   ASSERT_EQ(ps->size(), 1u);
   EXPECT_EQ(ps->front().launch.family, KernelFamily::SpmmResident);
+}
+
+// The decode kernel: its launch facts, its skeleton (a stride-balanced run of row-blocks per
+// block, pieces of strides per warp, partials summed in shared memory, no atomics) and the
+// refusals that name the problem.
+TEST(Codegen, DecodeKernelAndItsRefusals) {
+  OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
+  s.resident = s.decode = true;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  const Launch &l = p->launch;
+  EXPECT_EQ(l.family, KernelFamily::SpmmDecode);
+  EXPECT_STREQ(family_name(l.family), "spmm-decode");
+  EXPECT_TRUE(l.b_resident());
+  EXPECT_EQ(l.threads, 512);
+  EXPECT_EQ(l.tiles, 1);
+  EXPECT_EQ(l.ring_depth, 8) << "one accumulator tile: 8 strides in flight per warp";
+  EXPECT_EQ(l.slice_bytes_per_k, 16);
+  EXPECT_EQ(l.reduction_smem, 16 * 512) << "one partial tile per warp";
+  EXPECT_EQ(l.static_smem, 16 * 4);
+  EXPECT_EQ(l.dynamic_smem(4096), 4096u * 16);
+  EXPECT_EQ(l.dynamic_smem(3), 8192u) << "small K: the partial sums set the size";
+  EXPECT_EQ(l.grid_x(16), 1u);
+  EXPECT_EQ(l.grid_x(1), 1u);
+  // One block per SM, at most one per row-block; slices of BSn columns beyond it.
+  Dim3 g = decode_grid(l, 16, 512, 132);
+  EXPECT_EQ(g.x, 1u);
+  EXPECT_EQ(g.y, 132u);
+  g = decode_grid(l, 16, 20, 132);
+  EXPECT_EQ(g.y, 20u);
+  g = decode_grid(l, 40, 512, 132);
+  EXPECT_EQ(g.x, 3u);
+  EXPECT_EQ(g.y, 44u);
+  auto ks = generate(*p);
+  ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+  EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n16d_pf_sm90");
+  const std::string &src = ks->source;
+  EXPECT_NE(src.find("__launch_bounds__(512, 1)"), std::string::npos);
+  EXPECT_NE(src.find("    int ldb,  // the slice width (BSn)\n    int K  // B's rows\n"), std::string::npos);
+  EXPECT_NE(src.find("auto search2 = [&]("), std::string::npos) << "two searches a round of loads";
+  EXPECT_NE(src.find("8 strides in flight per warp"), std::string::npos);
+  EXPECT_NE(src.find("__syncthreads();  // every warp is done with B's slice"), std::string::npos);
+  EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);
+  EXPECT_NE(src.find("const int row = ci0 == 0xffff ? (lane & 7) : ci0;"), std::string::npos) << "pads read rows 0..7";
+  EXPECT_NE(src.find("const unsigned short *__restrict__ col_idx,  // per slot, 16-bit; 0xffff pads"), std::string::npos)
+      << "16-bit column indices";
+  EXPECT_EQ(src.find("atomicAdd"), std::string::npos) << "no atomics: every output element is written once";
+  EXPECT_EQ(src.find("red.global."), std::string::npos);
+  EXPECT_EQ(src.find("red.shared."), std::string::npos);
+  EXPECT_EQ(src.find("gridDim.x"), std::string::npos);
+  // Wider tiles: more accumulator tiles, a shallower ring.
+  for (auto [bsn, depth] : {std::pair{32, 8}, {48, 6}, {64, 4}}) {
+    OpSpec w = s;
+    w.bsn = bsn;
+    auto pw = plan(w);
+    ASSERT_TRUE(bool(pw)) << llvm::toString(pw.takeError());
+    EXPECT_EQ(pw->launch.tiles, bsn / 16);
+    EXPECT_EQ(pw->launch.ring_depth, depth) << bsn;
+    EXPECT_EQ(pw->launch.reduction_smem, 16 * 512 * bsn / 16);
+    auto kw = generate(*pw);
+    ASSERT_TRUE(bool(kw)) << llvm::toString(kw.takeError());
+    EXPECT_EQ(kw->name, "magicube_spmm_s8s8_v8_n" + std::to_string(bsn) + "d_pf_sm90");
+  }
+  // Two lhs groups at 64 columns are eight accumulator tiles: 8 warps of 255 registers.
+  OpSpec g2 = s;
+  g2.lhs = {12, true};
+  g2.bsn = 64;
+  auto pg2 = plan(g2);
+  ASSERT_TRUE(bool(pg2)) << llvm::toString(pg2.takeError());
+  EXPECT_EQ(pg2->groups.size(), 2u);
+  EXPECT_EQ(pg2->launch.threads, 256);
+  EXPECT_EQ(pg2->launch.ring_depth, 4);
+  EXPECT_EQ(pg2->launch.reduction_smem, 8 * 8 * 512);
+  // Four int64 accumulator tiles: a 3-deep ring.
+  OpSpec i64 = s;
+  i64.bsn = 64;
+  i64.out = OutType::Int64;
+  EXPECT_EQ(llvm::cantFail(plan(i64)).launch.ring_depth, 3);
+  // B must fit a block's shared memory: K=14336 x 16 columns does (224 KiB), x 32 does not.
+  EXPECT_EQ(check_shared_memory(*p, 14336), "");
+  OpSpec w32 = s;
+  w32.bsn = 32;
+  auto p32 = plan(w32);
+  ASSERT_TRUE(bool(p32));
+  const std::string too_big = check_shared_memory(*p32, 14336);
+  EXPECT_NE(too_big.find("decode: B resident in shared memory needs 458816 bytes for K=14336 x 32 columns"),
+            std::string::npos)
+      << too_big;
+  EXPECT_NE(too_big.find("232448"), std::string::npos) << too_big;
+  // 4-bit B is gathered 32 columns at a time: n16d refused, n32d built.
+  OpSpec n4 = s;
+  n4.lhs = n4.rhs = {4, true};
+  auto p4 = plan(n4);
+  ASSERT_FALSE(bool(p4));
+  EXPECT_NE(llvm::toString(p4.takeError()).find("decode: 4-bit B is gathered 32 columns at a time; BSn=16 must be 32 or 64"),
+            std::string::npos);
+  n4.bsn = 32;
+  auto p4b = plan(n4);
+  ASSERT_TRUE(bool(p4b)) << llvm::toString(p4b.takeError());
+  EXPECT_EQ(p4b->launch.family, KernelFamily::SpmmDecode);
+  EXPECT_EQ(p4b->launch.slice_bytes_per_k, 16);
+  // sm_80 too (its int8 m16n8k32 plan widens the nibbles; the int4 plans have no decode kernel).
+  n4.arch = 80;
+  auto p80 = plan_candidates(n4);
+  ASSERT_TRUE(bool(p80)) << llvm::toString(p80.takeError());
+  ASSERT_EQ(p80->size(), 1u);
+  EXPECT_EQ(p80->front().launch.family, KernelFamily::SpmmDecode);
+  // A plan of another mma cannot take the decode kernel: refused by name.
+  OpSpec s12 = spmm({12, true}, {4, false}, 4, 80, true, OutType::Int32, 32);
+  s12.resident = s12.decode = true;
+  Plan q = llvm::cantFail(plan(spmm({12, true}, {4, false}, 4, 80, true, OutType::Int32, 32)));
+  ASSERT_NE(q.shape, (MmaShape{16, 8, 32})) << "sm_80 plans s12 x u4 on int4";
+  q.spec = s12;
+  EXPECT_NE(plan_launch(q).find("decode: only the int8 m16n8k32 dense-on-M SpMM plan has a decode kernel"),
+            std::string::npos);
+  // Only the int8 m16n8k32 dense-on-M plan has a decode kernel: the candidates are that one.
+  auto ps = plan_candidates(s);
+  ASSERT_TRUE(bool(ps));
+  ASSERT_EQ(ps->size(), 1u);
 }
 
 TEST(Codegen, SplitNeedsTheFastSpmmKernel) {

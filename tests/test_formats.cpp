@@ -131,3 +131,98 @@ TEST(Formats, ResidentRhsIsSlicedAndSwizzled) {
       }
   }
 }
+
+// A decode plan's A: the resident plans' bank-balanced SR-BCRS, its column indices 16-bit
+// (0xffff pads) in the first half of col_idx's words; B as one resident slice; wider K refused.
+TEST(Formats, DecodeLhsHas16BitColumnIndices) {
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, 90};
+  s.resident = s.decode = true;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p));
+  ASSERT_EQ(p->launch.family, KernelFamily::SpmmDecode);
+  std::mt19937_64 rng(7);
+  VectorSparse a = magicube::testing::random_vector_sparse(rng, 77, 300, 8, 300, s.lhs);
+  auto layout = build_srbcrs(a, *p);
+  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  EXPECT_TRUE(layout->bank_balanced);
+  auto pa = pack_lhs(*layout, *p);
+  ASSERT_TRUE(bool(pa)) << llvm::toString(pa.takeError());
+  EXPECT_EQ(pa->index_bits, 16);
+  ASSERT_EQ(pa->col_idx.size(), layout->col_idx.size()) << "one word a slot: sizes as for every plan";
+  const auto *u16 = reinterpret_cast<const uint16_t *>(pa->col_idx.data());
+  int pads = 0;
+  for (size_t i = 0; i < layout->col_idx.size(); ++i) {
+    const int32_t c = layout->col_idx[i];
+    ASSERT_EQ(u16[i], c < 0 ? 0xffff : c) << "slot " << i;
+    pads += c < 0;
+  }
+  EXPECT_GT(pads, 0);
+  for (size_t i = (layout->col_idx.size() + 1) / 2; i < pa->col_idx.size(); ++i) ASSERT_EQ(pa->col_idx[i], 0);
+  // The same matrix for a resident plan: 32-bit indices.
+  OpSpec r = s;
+  r.decode = false;
+  auto pr = plan(r);
+  ASSERT_TRUE(bool(pr));
+  auto ra = pack_lhs(*layout, *pr);
+  ASSERT_TRUE(bool(ra));
+  EXPECT_EQ(ra->index_bits, 32);
+  EXPECT_EQ(ra->col_idx, layout->col_idx);
+  // B: N <= BSn is one slice.
+  std::vector<int64_t> b = magicube::testing::random_dense(rng, 300 * 5, s.rhs);
+  auto pb = pack_rhs(b, 300, 5, *p);
+  ASSERT_TRUE(bool(pb));
+  EXPECT_EQ(pb->ldb, 16);
+  EXPECT_EQ(pb->planes[0].size(), 300u * 16);
+  // K past 16 bits is refused by name (its B could not be resident anyway).
+  VectorSparse wide = magicube::testing::random_vector_sparse(rng, 16, 70000, 8, 64, s.lhs);
+  auto lw = build_srbcrs(wide, *p);
+  ASSERT_TRUE(bool(lw));
+  auto pw = pack_lhs(*lw, *p);
+  ASSERT_FALSE(bool(pw));
+  EXPECT_NE(llvm::toString(pw.takeError()).find("16-bit column indices but A has K=70000"), std::string::npos);
+}
+
+// The decode kernel's A loads against the other kernels': lane (gid, tig) of a stride reads
+// one 8-byte word pair (4-bit planes: 4 bytes) at row gid % V, offset 8 tig (4 tig); it must
+// hold what the resident kernel's two loads read at k 4 tig and 16 + 4 tig of the same
+// SR-BCRS (the two plans build the same bank-balanced layout).
+TEST(Formats, DecodeLhsWordsSitSideBySide) {
+  for (auto [lt, v] : {std::pair<ElemType, int>{{8, true}, 8}, {{4, true}, 8}, {{4, false}, 4}, {{12, true}, 2}, {{7, false}, 1}}) {
+    OpSpec s{OpKind::SpMM, lt, {8, true}, v, 16, true, OutType::Int64, 90};
+    s.resident = true;
+    auto pr = plan(s);
+    s.decode = true;
+    auto pd = plan(s);
+    ASSERT_TRUE(pr && pd);
+    std::mt19937_64 rng(11);
+    VectorSparse a = magicube::testing::random_vector_sparse(rng, 61, 200, v, 200, lt);
+    auto layout = build_srbcrs(a, *pd);
+    ASSERT_TRUE(bool(layout));
+    auto rl = build_srbcrs(a, *pr);
+    ASSERT_TRUE(bool(rl));
+    ASSERT_EQ(rl->col_idx, layout->col_idx) << "the same SR-BCRS";
+    auto ad = pack_lhs(*layout, *pd);
+    auto ar = pack_lhs(*layout, *pr);
+    ASSERT_TRUE(ad && ar);
+    ASSERT_EQ(ad->planes.size(), ar->planes.size());
+    for (size_t li = 0; li < ad->planes.size(); ++li) {
+      const Plane &d = ad->planes[li], &r = ar->planes[li];
+      ASSERT_EQ(d.size(), r.size());
+      const bool nib = pd->lhs[li].storage_bits == 4;
+      const int64_t strides = int64_t(layout->col_idx.size()) / 32;
+      for (int64_t st = 0; st < strides; ++st)
+        for (int row = 0; row < v; ++row)
+          for (int tig = 0; tig < 4; ++tig)
+            for (int i = 0; i < 2; ++i) {
+              const int64_t e = st * 32 * v + row * 32;  // the row's first element
+              // decode: bytes e + 8 tig + 4 i (4-bit: (e / 2) + 4 tig + 2 i), 4 bytes (2)
+              // resident: element e + 4 tig + 16 i
+              const int64_t db = nib ? e / 2 + 4 * tig + 2 * i : e + 8 * tig + 4 * i;
+              const int64_t rb = nib ? (e + 4 * tig + 16 * i) / 2 : e + 4 * tig + 16 * i;
+              for (int b = 0; b < (nib ? 2 : 4); ++b)
+                ASSERT_EQ(d[db + b], r[rb + b]) << lt.str() << " V=" << v << " plane " << li << " stride " << st
+                                                << " row " << row << " tig " << tig << " word " << i;
+            }
+    }
+  }
+}

@@ -27,6 +27,7 @@ const Golden kGoldens[] = {
     {"spmm_ring_s8s8_v8_sm90", "spmm.s8xs8.v8.n64.pf.i32.sm_90", 0},
     {"spmm_ring_split2_s8s8_v8_sm90", "spmm.s8xs8.v8.n64k2.pf.i32.sm_90", 0},
     {"spmm_resident_s8s8_v8_n48r_sm90", "spmm.s8xs8.v8.n48r.pf.i32.sm_90", 0},
+    {"spmm_decode_s8s8_v8_n16d_sm90", "spmm.s8xs8.v8.n16d.pf.i32.sm_90", 0},  // N <= 64: strides split over warps
     {"spmm_ring_s8u4_v8_sm90", "spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},  // 4-bit B: nibble widening
     {"spmm_generic_s12u4_v4_sm80", "spmm.s12xu4.v4.n64.pf.i32.sm_80", 0},  // int4 m16n8k64
     {"spmm_generic_m8n8k16_s8s8_v2_sm90", "spmm.s8xs8.v2.n64.pf.i32.sm_90", 2},  // sparse on M

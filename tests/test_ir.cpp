@@ -104,6 +104,46 @@ TEST(Ir, ResidentIsPartOfTheTextAndJson) {
   EXPECT_NE(llvm::toString(validate(k2)).find("split"), std::string::npos);
 }
 
+// The decode kernel (N <= 64): n<BSn>d, BSn 16..64 in 16-column tiles; decode implies resident B.
+TEST(Ir, DecodeIsPartOfTheTextAndJson) {
+  for (int bsn : {16, 32, 48, 64}) {
+    OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, bsn, true, OutType::Int32, 90};
+    s.resident = s.decode = true;
+    expect_round_trips(s, "spmm.s8xs8.v8.n" + std::to_string(bsn) + "d.pf.i32.sm_90");
+    OpSpec r = s;
+    r.decode = false;
+    EXPECT_NE(stable_hash(s), stable_hash(r)) << "decode and resident differ";
+    EXPECT_EQ(to_string(r), "spmm.s8xs8.v8.n" + std::to_string(bsn) + "r.pf.i32.sm_90");
+  }
+  auto parsed = parse_opspec("spmm.s4xs4.v4.n32d.pf2.f16+rc.sm_80");
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  EXPECT_TRUE(parsed->decode);
+  EXPECT_TRUE(parsed->resident) << "decode keeps B resident";
+  EXPECT_EQ(parsed->stages, 2);
+  auto has = [](const std::string &msg, std::initializer_list<const char *> parts) {
+    for (const char *p : parts)
+      if (msg.find(p) == std::string::npos) return ::testing::AssertionFailure() << "'" << p << "' not in: " << msg;
+    return ::testing::AssertionSuccess();
+  };
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n128d.pf.i32.sm_90")), {"decode", "BSn=128", "16, 32, 48, 64"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n96d.pf.i32.sm_90")), {"decode", "BSn=96"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n16d.nopf.i32.sm_90")), {"decode", "prefetches"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("sddmm.s8xs8.v8.n64d.pf.i32.sm_90")), {"decode", "only SpMM"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64k2d.pf.i32.sm_90")), {"split"}));
+  OpSpec d{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, 90};
+  d.decode = true;
+  EXPECT_TRUE(has(llvm::toString(validate(d)), {"decode", "implies resident", "n16d"}));
+  d.resident = true;
+  d.split = 2;
+  EXPECT_TRUE(has(llvm::toString(validate(d)), {"decode", "split must be 1"}));
+  // JSON without the field (older records and caches) reads as no decode.
+  llvm::json::Value js = to_json(OpSpec{});
+  js.getAsObject()->erase("decode");
+  auto old = opspec_from_json(js);
+  ASSERT_TRUE(bool(old));
+  EXPECT_FALSE(old->decode);
+}
+
 TEST(Ir, ErrorsNameTheFieldTheValueAndWhatIsAllowed) {
   auto has = [](const std::string &msg, std::initializer_list<const char *> parts) {
     for (const char *p : parts)

@@ -87,7 +87,8 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.prefetch = !f.no_prefetch;
   s.stages = f.stages;
   s.split = f.split;
-  s.resident = f.resident;
+  s.resident = f.resident || f.decode;
+  s.decode = f.decode;
   s.out = *out;
   s.arch = *arch;
   s.scale = *scale;

@@ -14,7 +14,7 @@
 // The benchmark is its own binary (bench/bench_main.cpp): it links cuBLAS, cuBLASLt and
 // cuSPARSE, which this one must not need.
 //
-// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --resident --out --scale --bias --arch
+// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --resident --decode --out --scale --bias --arch
 // Exit status: 0 success; 1 bad input or a failure (the message names it); 2 nothing run
 // (no GPU).
 #include <unistd.h>
@@ -66,6 +66,10 @@ cl::opt<int> SplitFlag("split", cl::desc("SpMM warp groups sharing a row-block's
 cl::opt<bool> ResidentFlag("resident",
                           cl::desc("SpMM: keep a K x BSn slice of B in shared memory per thread block (BSn 16, 32, 48, 64, 128; 4-bit B also 96)"),
                           cl::cat(OpCat), OP_SUBS);
+cl::opt<bool> DecodeFlag("decode",
+                        cl::desc("SpMM, N <= 64: the decode kernel: the whole N (--bsn 16, 32, 48 or 64) of B in shared "
+                                 "memory per block, each block's strides split over its warps (spec n16d)"),
+                        cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> OutFlag("out", cl::desc("output type: int32 | int64 | f32 | f16 | bf16"), cl::init("int32"),
                              cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> ScaleFlag("scale", cl::desc("float outputs' dequantization scale: none | tensor | rowcol"),
@@ -142,6 +146,7 @@ tool::OpFlags op_flags() {
   f.split = SplitFlag;
   f.resident = ResidentFlag;
   f.route = RouteFlag;
+  f.decode = DecodeFlag;
   f.candidate = CandidateFlag;
   f.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   // Knobs given on the command line are pinned; the dispatch chooses the others.
@@ -149,7 +154,7 @@ tool::OpFlags op_flags() {
   if (BsnFlag.getNumOccurrences()) f.pinned |= kPinBsn;
   if (NoPrefetchFlag.getNumOccurrences() || StagesFlag.getNumOccurrences()) f.pinned |= kPinPrefetch;
   if (SplitFlag.getNumOccurrences()) f.pinned |= kPinSplit;
-  if (ResidentFlag.getNumOccurrences()) f.pinned |= kPinResident;
+  if (ResidentFlag.getNumOccurrences() || DecodeFlag.getNumOccurrences()) f.pinned |= kPinResident;
   return f;
 }
 
@@ -188,6 +193,7 @@ tool::TuneArgs tune_args() {
   t.stages_given = StagesFlag.getNumOccurrences() > 0;
   t.split_given = SplitFlag.getNumOccurrences() > 0;
   t.resident_given = ResidentFlag.getNumOccurrences() > 0;
+  t.decode_given = DecodeFlag.getNumOccurrences() > 0;
   t.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   t.verify = TuneVerify;
   return t;

@@ -60,6 +60,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   else if (t.stages_given) opts.knob_values["prefetch"] = {f.stages == 0 ? 1 : f.stages};
   if (t.split_given) opts.knob_values["split"] = {f.split};
   if (t.resident_given) opts.knob_values["resident"] = {f.resident ? 1 : 0};
+  if (t.decode_given) opts.knob_values["decode"] = {f.decode ? 1 : 0};
   opts.warmup = r.warmup;
   opts.repeat = r.repeat;
   opts.seed = r.seed;

@@ -140,4 +140,36 @@ TEST(EpilogueGpu, ResidentBFloatOutputs) {
     }
 }
 
+// The decode kernel with float epilogues: the partials of a row-block cut between warps are
+// summed as int32 accumulators before the one epilogue that writes it, so the dequantized
+// values are bit-exact too. M=301 (a partial last row-block), N below, at and across a tile.
+TEST(EpilogueGpu, DecodeFloatOutputs) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(39);
+  for (auto [out, sc, bi] : {std::tuple{OutType::F32, Scale::Tensor, Bias::Row}, std::tuple{OutType::F16, Scale::RowCol, Bias::Col},
+                             std::tuple{OutType::F16, Scale::RowCol, Bias::None}, std::tuple{OutType::BF16, Scale::None, Bias::None}})
+    for (auto [n, bsn] : {std::pair<int64_t, int>{5, 16}, {16, 16}, {33, 48}, {64, 32}}) {
+      OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 4, bsn, true, out, 90, sc, bi};
+      s.resident = s.decode = true;
+      auto p = plan(s);
+      ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+      ASSERT_EQ(p->launch.family, KernelFamily::SpmmDecode);
+      const int64_t m = 301, k = 2000;
+      VectorSparse a = random_vector_sparse(rng, m, k, s.v, k, s.lhs);
+      std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+      EpilogueArgs e = random_args(rng, m, n, s.bias);
+      auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
+      ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+      std::vector<int64_t> exact = reference_spmm(a, b, n);
+      for (int64_t i = 0; i < m * n; ++i) {
+        const int64_t want = stored(s.out, dequantize(s, exact[i], e, i / n, i % n));
+        if ((*r)[i] != want) {
+          ADD_FAILURE() << to_string(s) << " N=" << n << ": element " << i << " has bits 0x" << std::hex << (*r)[i]
+                        << ", expected 0x" << want << std::dec;
+          break;
+        }
+      }
+    }
+}
+
 }  // namespace

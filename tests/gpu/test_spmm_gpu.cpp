@@ -161,6 +161,114 @@ TEST(SpmmGpu, ResidentBSchedulingAndShapes) {
   run_cases(*ctx, cases, 21);
 }
 
+// The decode kernel (N <= 64) is bit-exact: N in {1, 5, 16, 33, 64} (the whole N in one tile,
+// and narrower tiles: several column slices), V in {8, 4, 2}, 8- and 4-bit planes, two lhs
+// groups, an odd type, int32 and int64 outputs, ring depths 2..8; on shapes that stress its
+// scheduling: one row-block split over every warp (M=8, long row), fewer row-blocks than SMs
+// (each block's run cut into 16 pieces mid-row-block), many row-blocks per block, K below 8
+// (pad rows), uneven row lengths and empty row-blocks (random_vector_sparse: block 1 empty).
+TEST(SpmmGpu, DecodeKernelIsExact) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::vector<Case> cases;
+  const std::pair<ElemType, ElemType> types[] = {{{8, true}, {8, true}}, {{4, true}, {8, true}}, {{4, true}, {4, true}},
+                                                 {{7, false}, {5, true}}, {{16, true}, {8, true}}, {{8, false}, {8, false}}};
+  const int64_t shapes[][2] = {{8, 4096}, {1000, 700}, {8192, 256}, {40, 5}, {2048, 1024}, {4096, 4096}};
+  int i = 0;
+  for (auto [l, r] : types)
+    for (int v : {8, 4, 2})
+      for (int64_t n : {1, 5, 16, 33, 64}) {
+        const int unit = r.bits <= 4 ? 32 : 16;
+        const int tile = int((n + unit - 1) / unit * unit);
+        std::vector<int> widths = {tile};
+        if (unit != tile) widths.push_back(unit);  // several column slices
+        for (int bsn : widths) {
+          OpSpec s{OpKind::SpMM, l, r, v, bsn, true, max_exact_k(l, r) ? OutType::Int32 : OutType::Int64, 90};
+          s.resident = s.decode = true;
+          if (i % 4 == 1) s.stages = 2 + i % 3;
+          if (i % 5 == 2) s.out = OutType::Int64;
+          auto p = plan(s);
+          if (!p) {  // e.g. 4-bit B at BSn 16 or 48
+            llvm::consumeError(p.takeError());
+            continue;
+          }
+          EXPECT_EQ(p->launch.family, KernelFamily::SpmmDecode);
+          for (int t = 0; t < 2; ++t) {
+            auto &sh = shapes[(i + 3 * t) % 6];
+            ++i;
+            if (!check_shared_memory(*p, sh[1]).empty()) continue;
+            cases.push_back({*p, sh[0], sh[1], n});
+          }
+        }
+      }
+  ASSERT_GT(cases.size(), 200u);
+  run_cases(*ctx, cases, 41);
+}
+
+// The decode kernel on the policy's plans for LLM decode shapes (scaled down in M where the
+// CPU reference would be slow): what `magicube run` gets for N <= 64.
+TEST(SpmmGpu, DecodeKernelOnDecodeShapes) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::vector<Case> cases;
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{4096, 4096}, {1024, 11008}, {1024, 14336}})
+    for (int64_t n : {1, 8, 16, 32})
+      for (int v : {8, 2}) {
+        OpSpec s{OpKind::SpMM, {8, true}, {8, true}, v, (int(n) + 15) / 16 * 16, true, OutType::Int32, 90};
+        s.resident = s.decode = true;
+        auto p = plan(s);
+        ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+        if (!check_shared_memory(*p, k).empty()) {
+          s.bsn = 16;  // K=14336: 16 columns a slice fit, 32 do not
+          p = plan(s);
+          ASSERT_TRUE(bool(p));
+        }
+        ASSERT_EQ(check_shared_memory(*p, k), "") << to_string(s) << " K=" << k;
+        cases.push_back({*p, m, k, n});
+      }
+  run_cases(*ctx, cases, 43);
+}
+
+// A decode launch refuses, naming the problem: a B that does not fit a block's shared memory,
+// and an A packed for another plan (32-bit column indices).
+TEST(SpmmGpu, DecodeRefusesWhatItCannotRun) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 32, true, OutType::Int32, 90};
+  s.resident = s.decode = true;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p));
+  std::mt19937_64 rng(5);
+  const int64_t k = 14336;  // 14336 x 32 bytes = 448 KiB
+  VectorSparse a = random_vector_sparse(rng, 16, k, 8, 64, s.lhs);
+  std::vector<int64_t> b = random_dense(rng, k * 32, s.rhs);
+  std::string f = run_and_compare(*ctx, *p, a, b, 32);
+  EXPECT_NE(f.find("decode: B needs"), std::string::npos) << f;
+  EXPECT_NE(f.find("K=14336"), std::string::npos) << f;
+  // A packed by the resident plan (32-bit indices), launched with the decode one.
+  s.bsn = 16;
+  auto pd = plan(s);
+  ASSERT_TRUE(bool(pd));
+  OpSpec rs = s;
+  rs.decode = false;
+  auto pr = plan(rs);
+  ASSERT_TRUE(bool(pr));
+  VectorSparse a2 = random_vector_sparse(rng, 16, 64, 8, 64, s.lhs);
+  std::vector<int64_t> b2 = random_dense(rng, 64 * 16, s.rhs);
+  auto layout = build_srbcrs(a2, *pr);
+  ASSERT_TRUE(bool(layout));
+  auto pa = pack_lhs(*layout, *pr);
+  auto pb = pack_rhs(b2, 64, 16, *pd);
+  ASSERT_TRUE(pa && pb);
+  auto da = upload(*pa, *layout);
+  auto db = upload(*pb);
+  ASSERT_TRUE(da && db);
+  auto c = DeviceBuffer::allocate(16 * 16 * 4);
+  ASSERT_TRUE(bool(c));
+  auto kd = SpmmKernel::get(*ctx, *pd);
+  ASSERT_TRUE(bool(kd)) << llvm::toString(kd.takeError());
+  llvm::Error e = (*kd)->launch(*da, *db, c->ptr(), nullptr);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("A was packed for another plan (32-bit column indices"), std::string::npos);
+}
+
 // A resident-B launch refuses, naming the problem: a K whose slice exceeds the block's shared
 // memory, and a B packed for another plan (rows of ldb instead of slices).
 TEST(SpmmGpu, ResidentBRefusesWhatItCannotRun) {
