@@ -8,9 +8,16 @@
 #include <numeric>
 #include <random>
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cusparse.h>
+
+#include <functional>
+#include <memory>
+#include <type_traits>
 
 #include "support/log.h"
 
@@ -182,6 +189,22 @@ std::vector<uint16_t> random_f16(size_t n, uint64_t seed) {
   return v;
 }
 
+// Nonzero bf16 (bit patterns): random sign, magnitude in [0.25, 2).
+std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint16_t> v(n);
+  for (size_t i = 0; i < n;) {
+    uint64_t r = rng();
+    for (int j = 0; j < 4 && i < n; ++j, r >>= 16) {
+      uint16_t sign = uint16_t(r & 0x8000);
+      uint16_t exp = uint16_t(125 + (r >> 7) % 3);  // 2^-2 .. 2^0
+      uint16_t mant = uint16_t(r & 0x7f);
+      v[i++] = uint16_t(sign | (exp << 7) | mant);
+    }
+  }
+  return v;
+}
+
 size_t dtype_bytes(cudaDataType t) {
   switch (t) {
     case CUDA_R_8I: return 1;
@@ -203,8 +226,8 @@ const char *dtype_name(cudaDataType t) {
   }
 }
 
-// A random nonzero device matrix of `n` elements of type t (s8 or f16; anything else is
-// zero-filled, as for outputs).
+// A random nonzero device matrix of `n` elements of type t (s8, f16 or bf16; anything else
+// is zero-filled, as for outputs).
 llvm::Expected<DeviceBuffer> random_device(cudaDataType t, size_t n, uint64_t seed) {
   if (t == CUDA_R_8I) {
     auto h = random_i8(n, seed);
@@ -212,6 +235,10 @@ llvm::Expected<DeviceBuffer> random_device(cudaDataType t, size_t n, uint64_t se
   }
   if (t == CUDA_R_16F) {
     auto h = random_f16(n, seed);
+    return DeviceBuffer::upload(h.data(), n * 2);
+  }
+  if (t == CUDA_R_16BF) {
+    auto h = random_bf16(n, seed);
     return DeviceBuffer::upload(h.data(), n * 2);
   }
   auto b = DeviceBuffer::alloc(n * dtype_bytes(t));
@@ -464,6 +491,13 @@ llvm::Expected<Measurement> dense_cublaslt_i8_i8out(int64_t M, int64_t N, int64_
 llvm::Expected<Measurement> dense_cublas_f16(int64_t M, int64_t N, int64_t K, const BaselineOptions &opts) {
   static const float alpha = 1.0f, beta = 0.0f;
   DenseProblem p{"dense cuBLAS f16 (f32 acc)", M, N, K, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                 &alpha, &beta};
+  return dense(p, true, opts);
+}
+
+llvm::Expected<Measurement> dense_cublas_bf16(int64_t M, int64_t N, int64_t K, const BaselineOptions &opts) {
+  static const float alpha = 1.0f, beta = 0.0f;
+  DenseProblem p{"dense cuBLAS bf16 (f32 acc)", M, N, K, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F,
                  &alpha, &beta};
   return dense(p, true, opts);
 }
@@ -806,6 +840,312 @@ std::string library_versions() {
   cusparseGetProperty(PATCH_LEVEL, &sp_patch);
   return fmt::format("cuBLASLt {}.{}.{}, cuSPARSE {}.{}.{}", lt / 10000, (lt / 100) % 100, lt % 100, sp_major,
                      sp_minor, sp_patch);
+}
+
+}  // namespace magicube::bench
+
+// ---- cuSPARSELt, loaded at run time ------------------------------------------------------
+// The bench must build and run without cuSPARSELt, so it is dlopen'ed and the few types and
+// functions used here are declared as the public cusparseLt.h of cuSPARSELt 0.10 documents
+// them (cuSPARSELt's own header is not needed to build). Its opaque structs are 512 bytes
+// (alignas 16) in 0.10 and 1024 in older releases: each is given 4096 bytes here, and
+// releases older than 0.7 (other enum values, other signatures) are refused by version.
+
+namespace magicube::bench {
+
+namespace {
+
+struct alignas(16) LtOpaque {  // cusparseLtHandle_t, cusparseLtMatDescriptor_t, ...
+  uint8_t data[4096];
+};
+// cusparseComputeType (0.7 and later): CUSPARSE_COMPUTE_32I = 0, _16F = 1, _32F = 2.
+constexpr int kLtCompute32I = 0;
+constexpr int kLtSparsity50 = 0;     // CUSPARSELT_SPARSITY_50_PERCENT
+constexpr int kLtAlgDefault = 0;     // CUSPARSELT_MATMUL_ALG_DEFAULT
+constexpr int kLtAlgConfigId = 0;    // CUSPARSELT_MATMUL_ALG_CONFIG_ID
+constexpr int kLtPruneTile = 0;      // CUSPARSELT_PRUNE_SPMMA_TILE
+
+struct LtApi {
+  void *lib = nullptr;
+  std::string path, missing;  // the loaded file, or why none is usable
+  int major = 0, minor = 0, patch = 0;
+  cusparseStatus_t (*init)(LtOpaque *) = nullptr;
+  cusparseStatus_t (*destroy)(const LtOpaque *) = nullptr;
+  cusparseStatus_t (*get_property)(libraryPropertyType, int *) = nullptr;
+  const char *(*error_name)(cusparseStatus_t) = nullptr;
+  cusparseStatus_t (*dense_init)(const LtOpaque *, LtOpaque *, int64_t, int64_t, int64_t, uint32_t, cudaDataType,
+                                 cusparseOrder_t) = nullptr;
+  cusparseStatus_t (*structured_init)(const LtOpaque *, LtOpaque *, int64_t, int64_t, int64_t, uint32_t, cudaDataType,
+                                      cusparseOrder_t, int) = nullptr;
+  cusparseStatus_t (*mat_destroy)(const LtOpaque *) = nullptr;
+  cusparseStatus_t (*matmul_init)(const LtOpaque *, LtOpaque *, cusparseOperation_t, cusparseOperation_t,
+                                  const LtOpaque *, const LtOpaque *, const LtOpaque *, const LtOpaque *, int) = nullptr;
+  cusparseStatus_t (*alg_init)(const LtOpaque *, LtOpaque *, const LtOpaque *, int) = nullptr;
+  cusparseStatus_t (*alg_destroy)(const LtOpaque *) = nullptr;
+  cusparseStatus_t (*alg_get)(const LtOpaque *, const LtOpaque *, int, void *, size_t) = nullptr;
+  cusparseStatus_t (*plan_init)(const LtOpaque *, LtOpaque *, const LtOpaque *, const LtOpaque *) = nullptr;
+  cusparseStatus_t (*plan_destroy)(const LtOpaque *) = nullptr;
+  cusparseStatus_t (*workspace)(const LtOpaque *, const LtOpaque *, size_t *) = nullptr;
+  cusparseStatus_t (*prune)(const LtOpaque *, const LtOpaque *, const void *, void *, int, cudaStream_t) = nullptr;
+  cusparseStatus_t (*compressed_size)(const LtOpaque *, const LtOpaque *, size_t *, size_t *) = nullptr;
+  cusparseStatus_t (*compress)(const LtOpaque *, const LtOpaque *, const void *, void *, void *, cudaStream_t) = nullptr;
+  using MatmulFn = cusparseStatus_t (*)(const LtOpaque *, const LtOpaque *, const void *, const void *, const void *,
+                                        const void *, const void *, void *, void *, cudaStream_t *, int32_t);
+  using SearchFn = cusparseStatus_t (*)(const LtOpaque *, LtOpaque *, const void *, const void *, const void *,
+                                        const void *, const void *, void *, void *, cudaStream_t *, int32_t);
+  MatmulFn matmul = nullptr;
+  SearchFn search = nullptr;
+  bool usable() const { return lib && missing.empty(); }
+};
+
+// Folders python3 installs wheels into (site-packages and sys.path), one per line.
+std::vector<std::string> python_site_dirs() {
+  std::vector<std::string> out;
+  FILE *p = ::popen("python3 -c 'import site, sys; print(\"\\n\".join(site.getsitepackages() + "
+                    "[site.getusersitepackages()] + sys.path))' 2>/dev/null",
+                    "r");
+  if (!p) return out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) {
+    std::string s(buf);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    if (!s.empty() && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  ::pclose(p);
+  return out;
+}
+
+bool is_file(const std::string &p) { return ::access(p.c_str(), R_OK) == 0; }
+
+const LtApi &lt_api() {
+  static LtApi api;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *name = "libcusparseLt.so.0";
+    std::vector<std::string> tried;
+    auto try_open = [&](const std::string &p) {
+      tried.push_back(p);
+      api.lib = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (api.lib) {
+        api.path = p;
+        return true;
+      }
+      const char *e = ::dlerror();
+      if (p.find('/') != std::string::npos && is_file(p))
+        api.missing = "cannot load " + p + ": " + (e ? e : "dlopen failed");
+      return false;
+    };
+    if (const char *env = std::getenv("MAGICUBE_CUSPARSELT"); env && *env) {
+      std::string p = env;
+      if (!is_file(p) || ::access((p + "/.").c_str(), F_OK) == 0) p += std::string("/") + name;
+      if (!try_open(p) && api.missing.empty())
+        api.missing = std::string(name) + " not found (MAGICUBE_CUSPARSELT=" + env + ")";
+    } else if (!try_open(name)) {
+      for (const std::string &d : python_site_dirs()) {
+        for (const char *sub : {"/nvidia/cusparselt/lib/", "/nvidia/cu13/lib/", "/nvidia/cu12/lib/"}) {
+          std::string p = d + sub + name;
+          if (is_file(p) && try_open(p)) break;
+        }
+        if (api.lib) break;
+      }
+      if (!api.lib && api.missing.empty())
+        api.missing = std::string(name) + " not found (looked on the loader's path and in python3's site-packages; "
+                      "set MAGICUBE_CUSPARSELT to the file or its folder)";
+    }
+    if (!api.lib) return;
+    api.missing.clear();
+    bool all = true;
+    auto sym = [&](auto &fn, const char *s) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(api.lib, s));
+      if (!fn) {
+        all = false;
+        if (api.missing.empty()) api.missing = api.path + " has no " + s;
+      }
+    };
+    sym(api.init, "cusparseLtInit");
+    sym(api.destroy, "cusparseLtDestroy");
+    sym(api.get_property, "cusparseLtGetProperty");
+    sym(api.error_name, "cusparseLtGetErrorName");
+    sym(api.dense_init, "cusparseLtDenseDescriptorInit");
+    sym(api.structured_init, "cusparseLtStructuredDescriptorInit");
+    sym(api.mat_destroy, "cusparseLtMatDescriptorDestroy");
+    sym(api.matmul_init, "cusparseLtMatmulDescriptorInit");
+    sym(api.alg_init, "cusparseLtMatmulAlgSelectionInit");
+    sym(api.alg_destroy, "cusparseLtMatmulAlgSelectionDestroy");
+    sym(api.alg_get, "cusparseLtMatmulAlgGetAttribute");
+    sym(api.plan_init, "cusparseLtMatmulPlanInit");
+    sym(api.plan_destroy, "cusparseLtMatmulPlanDestroy");
+    sym(api.workspace, "cusparseLtMatmulGetWorkspace");
+    sym(api.prune, "cusparseLtSpMMAPrune");
+    sym(api.compressed_size, "cusparseLtSpMMACompressedSize");
+    sym(api.compress, "cusparseLtSpMMACompress");
+    sym(api.matmul, "cusparseLtMatmul");
+    sym(api.search, "cusparseLtMatmulSearch");
+    if (!all) return;
+    api.get_property(MAJOR_VERSION, &api.major);
+    api.get_property(MINOR_VERSION, &api.minor);
+    api.get_property(PATCH_LEVEL, &api.patch);
+    if (api.major == 0 && api.minor < 7)
+      api.missing = fmt::format("{} is cuSPARSELt {}.{}.{}; the bench declares the API of 0.7 and later", api.path,
+                                api.major, api.minor, api.patch);
+  });
+  return api;
+}
+
+std::string lt_status(const LtApi &api, const char *call, cusparseStatus_t st) {
+  const char *n = api.error_name ? api.error_name(st) : nullptr;
+  return std::string(call) + ": " + (n ? n : cusparseGetErrorName(st));
+}
+
+// Runs `f` on scope exit.
+struct Finally {
+  std::function<void()> f;
+  ~Finally() {
+    if (f) f();
+  }
+};
+
+// One layout and output type of cuSPARSELt, into `best`. Refusals are recorded; real
+// failures (out of memory, a failed kernel) are errors.
+llvm::Error lt_try(const LtApi &api, const LtOpaque &h, cudaStream_t stream, int64_t M, int64_t N, int64_t K,
+                   cusparseOrder_t order, cusparseOperation_t op_a, cusparseOperation_t op_b, cudaDataType c_type,
+                   const DeviceBuffer &a_dense, const DeviceBuffer &b, const std::string &prefix,
+                   const BaselineOptions &opts, Best &best) {
+  const bool row = order == CUSPARSE_ORDER_ROW;
+  const bool ta = op_a != CUSPARSE_OPERATION_NON_TRANSPOSE, tb = op_b != CUSPARSE_OPERATION_NON_TRANSPOSE;
+  const int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+  std::string cfg = fmt::format("{}cuSPARSELt 2:4, {}-major, A{} B{}, C {}", prefix, row ? "row" : "col",
+                                ta ? "^T" : "", tb ? "^T" : "", dtype_name(c_type));
+  auto refuse_or_fail = [&](const char *call, cusparseStatus_t st) -> llvm::Error {
+    if (!is_refusal(st)) return make_error(cfg + ": " + lt_status(api, call, st));
+    best.refused(cfg, lt_status(api, call, st));
+    return llvm::Error::success();
+  };
+#define MAGICUBE_LT(call, name)                                   \
+  do {                                                            \
+    cusparseStatus_t st_ = (call);                                \
+    if (st_ != CUSPARSE_STATUS_SUCCESS) return refuse_or_fail(name, st_); \
+  } while (0)
+
+  auto mats = std::make_unique<LtOpaque[]>(3);
+  auto md = std::make_unique<LtOpaque>(), alg = std::make_unique<LtOpaque>(), plan = std::make_unique<LtOpaque>();
+  LtOpaque &ma = mats[0], &mb = mats[1], &mc = mats[2];
+  int made_mats = 0;
+  bool made_alg = false, made_plan = false;
+  Finally cleanup{[&] {
+    if (made_plan) api.plan_destroy(plan.get());
+    if (made_alg) api.alg_destroy(alg.get());
+    for (int i = 0; i < made_mats; ++i) api.mat_destroy(&mats[i]);
+  }};
+  MAGICUBE_LT(api.structured_init(&h, &ma, ar, ac, row ? ac : ar, 16, CUDA_R_8I, order, kLtSparsity50),
+              "cusparseLtStructuredDescriptorInit");
+  made_mats = 1;
+  MAGICUBE_LT(api.dense_init(&h, &mb, br, bc, row ? bc : br, 16, CUDA_R_8I, order), "cusparseLtDenseDescriptorInit(B)");
+  made_mats = 2;
+  MAGICUBE_LT(api.dense_init(&h, &mc, M, N, row ? N : M, 16, c_type, order), "cusparseLtDenseDescriptorInit(C)");
+  made_mats = 3;
+  MAGICUBE_LT(api.matmul_init(&h, md.get(), op_a, op_b, &ma, &mb, &mc, &mc, kLtCompute32I),
+              "cusparseLtMatmulDescriptorInit");
+  MAGICUBE_LT(api.alg_init(&h, alg.get(), md.get(), kLtAlgDefault), "cusparseLtMatmulAlgSelectionInit");
+  made_alg = true;
+  MAGICUBE_LT(api.plan_init(&h, plan.get(), md.get(), alg.get()), "cusparseLtMatmulPlanInit");
+  made_plan = true;
+
+  // A pruned to 2:4 and compressed, outside the timing.
+  auto pruned = DeviceBuffer::alloc(a_dense.bytes());
+  if (!pruned) return pruned.takeError();
+  MAGICUBE_LT(api.prune(&h, md.get(), a_dense.get(), pruned->get(), kLtPruneTile, stream), "cusparseLtSpMMAPrune");
+  size_t csize = 0, cbuf = 0;
+  MAGICUBE_LT(api.compressed_size(&h, plan.get(), &csize, &cbuf), "cusparseLtSpMMACompressedSize");
+  auto comp = DeviceBuffer::alloc(csize);
+  if (!comp) return comp.takeError();
+  auto comp_buf = DeviceBuffer::alloc(cbuf);
+  if (!comp_buf) return comp_buf.takeError();
+  MAGICUBE_LT(api.compress(&h, plan.get(), pruned->get(), comp->get(), comp_buf->get(), stream),
+              "cusparseLtSpMMACompress");
+  MAGICUBE_CUDA_TRY(cudaStreamSynchronize(stream));
+  auto c = DeviceBuffer::alloc(size_t(M * N) * dtype_bytes(c_type));
+  if (!c) return c.takeError();
+  MAGICUBE_CUDA_TRY(cudaMemset(c->get(), 0, c->bytes()));
+
+  const float alpha = 1.0f, beta = 0.0f;
+  size_t ws_bytes = 0;
+  MAGICUBE_LT(api.workspace(&h, plan.get(), &ws_bytes), "cusparseLtMatmulGetWorkspace");
+  auto ws = DeviceBuffer::alloc(std::max(ws_bytes, opts.workspace_bytes));
+  if (!ws) return ws.takeError();
+  cudaStream_t streams[1] = {stream};
+  MAGICUBE_LT(api.search(&h, plan.get(), &alpha, comp->get(), b.get(), &beta, c->get(), c->get(), ws->get(), streams, 1),
+              "cusparseLtMatmulSearch");
+  MAGICUBE_CUDA_TRY(cudaStreamSynchronize(stream));
+  size_t ws_after = 0;
+  MAGICUBE_LT(api.workspace(&h, plan.get(), &ws_after), "cusparseLtMatmulGetWorkspace");
+  if (ws_after > ws->bytes()) {
+    auto bigger = DeviceBuffer::alloc(ws_after);
+    if (!bigger) return bigger.takeError();
+    *ws = std::move(*bigger);
+  }
+  int alg_id = -1;
+  if (api.alg_get(&h, alg.get(), kLtAlgConfigId, &alg_id, sizeof alg_id) == CUSPARSE_STATUS_SUCCESS)
+    cfg += fmt::format(", algorithm {} (cusparseLtMatmulSearch)", alg_id);
+  auto run = [&]() -> cusparseStatus_t {
+    return api.matmul(&h, plan.get(), &alpha, comp->get(), b.get(), &beta, c->get(), c->get(), ws->get(), streams, 1);
+  };
+  MAGICUBE_LT(run(), "cusparseLtMatmul");
+#undef MAGICUBE_LT
+  MAGICUBE_CUDA_TRY(cudaStreamSynchronize(stream));
+  auto ms = median_ms(stream, [&]() -> llvm::Error {
+    cusparseStatus_t st = run();
+    if (st != CUSPARSE_STATUS_SUCCESS) return make_error(lt_status(api, "cusparseLtMatmul", st));
+    return llvm::Error::success();
+  }, opts.timing);
+  if (!ms) return ms.takeError();
+  best.timed(cfg, *ms);
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+std::string cusparselt_version() {
+  const LtApi &api = lt_api();
+  if (!api.usable()) return "cuSPARSELt: " + api.missing;
+  return fmt::format("cuSPARSELt {}.{}.{} ({})", api.major, api.minor, api.patch, api.path);
+}
+
+llvm::Expected<Measurement> cusparselt_spmm_i8(int64_t M, int64_t N, int64_t K, const BaselineOptions &opts) {
+  if (auto e = check_dims("cusparselt_spmm_i8", M, N, K)) return e;
+  Best best("cuSPARSELt 2:4 s8");
+  const LtApi &api = lt_api();
+  if (!api.usable()) {
+    best.refused("cuSPARSELt", api.missing);
+    return best.finish();
+  }
+  if (auto e = require_cuda_device()) return e;
+  Stream stream;
+  if (auto e = stream.create()) return e;
+  auto h = std::make_unique<LtOpaque>();
+  if (cusparseStatus_t st = api.init(h.get()); st != CUSPARSE_STATUS_SUCCESS)
+    return make_error(lt_status(api, "cusparseLtInit", st));
+  Finally destroy{[&] { api.destroy(h.get()); }};
+  auto a = random_device(CUDA_R_8I, size_t(M * K), opts.seed);
+  if (!a) return a.takeError();
+
+  // Every layout at N; where none is accepted, N rounded up to a multiple of 32.
+  std::vector<int64_t> ns = {N};
+  if (N % 32) ns.push_back((N + 31) / 32 * 32);
+  for (int64_t n : ns) {
+    auto b = random_device(CUDA_R_8I, size_t(K * n), opts.seed + 1);
+    if (!b) return b.takeError();
+    std::string prefix = n == N ? "" : fmt::format("N padded from {} to {}: ", N, n);
+    for (cudaDataType ct : {CUDA_R_32I, CUDA_R_8I}) {
+      for (cusparseOrder_t order : {CUSPARSE_ORDER_ROW, CUSPARSE_ORDER_COL})
+        for (cusparseOperation_t oa : {CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_TRANSPOSE})
+          for (cusparseOperation_t ob : {CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_TRANSPOSE})
+            if (auto e = lt_try(api, *h, stream.get(), M, n, K, order, oa, ob, ct, *a, *b, prefix, opts, best)) return e;
+      if (best.m.supported) break;  // s8 output only where s32 is refused
+    }
+    if (best.m.supported) break;
+  }
+  return best.finish();
 }
 
 }  // namespace magicube::bench

@@ -51,6 +51,22 @@ llvm::Expected<Measurement> dense_cublaslt_i8_i8out(int64_t M, int64_t N, int64_
 // top algorithms) and cublasGemmEx (every transpose form), the fastest of all.
 llvm::Expected<Measurement> dense_cublas_f16(int64_t M, int64_t N, int64_t K, const BaselineOptions &opts = {});
 
+// The same in bf16: bf16 x bf16 -> bf16 with fp32 accumulate (cuBLASLt every layout and top
+// algorithms, and cublasGemmEx), the fastest of all.
+llvm::Expected<Measurement> dense_cublas_bf16(int64_t M, int64_t N, int64_t K, const BaselineOptions &opts = {});
+
+// cuSPARSELt 2:4 structured sparsity, s8 x s8 (A: M x K pruned to 2:4 by cusparseLtSpMMAPrune
+// and compressed; B: K x N dense) -> s32 (s8 where s32 is refused), CUSPARSE_COMPUTE_32I,
+// the algorithm from cusparseLtMatmulSearch; every layout (row/col order, A and B transposed
+// or not), the fastest. libcusparseLt.so.0 is loaded at run time (dlopen): from
+// $MAGICUBE_CUSPARSELT (the file or its folder), the loader's path (LD_LIBRARY_PATH), or
+// python3's site-packages (nvidia/cusparselt/lib, nvidia/cu13/lib, nvidia/cu12/lib). Without
+// it the result is unsupported with "libcusparseLt.so.0 not found" (not an error). Where N is
+// refused, N rounded up to a multiple of 32 is tried (the config says so).
+llvm::Expected<Measurement> cusparselt_spmm_i8(int64_t M, int64_t N, int64_t K, const BaselineOptions &opts = {});
+// "cuSPARSELt 0.10.0 (<path>)" or "cuSPARSELt: libcusparseLt.so.0 not found" (loads it).
+std::string cusparselt_version();
+
 // ---- vector-sparse SpMM: C[M x N] = A[M x K] (V x 1 vectors) x B[K x N] ---------------
 
 // A V x 1 vector-sparse pattern as CSR over row-blocks: row-block b (rows [b*V, b*V+V))

@@ -50,7 +50,8 @@ cl::opt<int> DlmcLimit("dlmc-limit", cl::desc("DLMC files per sparsity, 0 = all 
                        cl::init(-1), cl::cat(BenchCat));
 cl::opt<std::string> Vs("v", cl::desc("V values, e.g. 8,4,2 (default 8,4,2; --quick 8)"), cl::cat(BenchCat));
 cl::opt<std::string> Ns("n", cl::desc("N values of SpMM, e.g. 256,512 (default)"), cl::cat(BenchCat));
-cl::opt<std::string> Sections("sections", cl::desc("synthetic,dlmc,sddmm,small,jit (default: all)"),
+cl::opt<std::string> Sections("sections",
+                              cl::desc("synthetic,dlmc,sddmm,small,jit,llm (default: all but llm)"),
                               cl::cat(BenchCat));
 cl::opt<int> Repeat("repeat", cl::desc("timed runs per contender (the median is reported)"), cl::init(20),
                     cl::cat(BenchCat));
@@ -60,6 +61,10 @@ cl::opt<std::string> L2("l2", cl::desc("warm (inputs stay in L2) | flush (L2 flu
                         cl::init("warm"), cl::cat(BenchCat));
 cl::opt<bool> NoVendor("no-vendor", cl::desc("skip cuBLASLt, cuBLAS and cuSPARSE"), cl::cat(BenchCat));
 cl::opt<bool> NoPlots("no-plots", cl::desc("do not run bench/plots.py"), cl::cat(BenchCat));
+cl::opt<std::string> LlmGridOpt("llm-grid",
+                                cl::desc("size of the llm section: quick (20 problems, a smoke test), default (660), "
+                                         "full (1782)"),
+                                cl::init("default"), cl::value_desc("quick|default|full"), cl::cat(BenchCat));
 cl::opt<bool> Tune("tune", cl::desc("autotune each problem of ours before timing it (slow)"), cl::cat(BenchCat));
 
 bench::BenchOptions bench_options() {
@@ -80,6 +85,7 @@ bench::BenchOptions bench_options() {
   b.no_vendor = NoVendor;
   b.no_plots = NoPlots;
   b.tune = Tune;
+  b.llm_grid = LlmGridOpt;
   return b;
 }
 
@@ -177,8 +183,13 @@ int run(const bench::BenchOptions &o, int argc, char **argv) {
   if (!opened) return fail(opened.takeError());
   Context *ctx = *opened;
   bench::Progress progress = bench::Progress::for_stderr();
-  progress.message(fmt::format("{}: {} on {}; results in {}", kName, o.quick ? "quick run" : "full run", ctx->name(),
-                               o.out_dir));
+  progress.message(fmt::format("{}: {} on {}; results in {}", kName,
+                               o.quick ? "quick run" : o.sections.empty() ? "full run" : "sections " + o.sections,
+                               ctx->name(), o.out_dir));
+  if (cfg->llm)
+    progress.message(fmt::format("{}: llm section, --llm-grid={}: {} problems of ours, {} dense (M, K, N)", kName,
+                                 bench::to_string(cfg->llm_grid), bench::llm_problems(cfg->llm_grid).size(),
+                                 bench::llm_dense_problems(cfg->llm_grid).size()));
   auto out = bench::run_bench(*cfg, dlmc, command_line(argc, argv), *ctx, progress);
   if (!out) return fail(out.takeError());
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
@@ -190,9 +191,10 @@ llvm::Expected<BenchConfig> make_config(const BenchOptions &o) {
       else if (s == "sddmm") c.sddmm = true;
       else if (s == "small") c.small = true;
       else if (s == "jit") c.jit = true;
+      else if (s == "llm") c.llm = true;
       else
         return err("sections: '" + s + "' in --sections=" + o.sections +
-                   " is not a section (allowed: synthetic, dlmc, sddmm, small, jit)");
+                   " is not a section (allowed: synthetic, dlmc, sddmm, small, jit, llm)");
     }
   }
   if (o.repeat < 1 || o.repeat > 100000)
@@ -203,10 +205,103 @@ llvm::Expected<BenchConfig> make_config(const BenchOptions &o) {
   c.warmup = o.warmup;
   if (o.l2 != "warm" && o.l2 != "flush") return err("l2: --l2=" + o.l2 + " is not allowed (allowed: warm, flush)");
   c.flush_l2 = o.l2 == "flush";
+  auto grid = parse_llm_grid(o.llm_grid);
+  if (!grid) return grid.takeError();
+  c.llm_grid = *grid;
   c.vendors = !o.no_vendor;
   c.seed = o.seed;
   c.tune = o.tune;
   return c;
+}
+
+// ---- the LLM section -------------------------------------------------------------------------
+
+const char *to_string(LlmGrid g) {
+  switch (g) {
+    case LlmGrid::Quick: return "quick";
+    case LlmGrid::Default: return "default";
+    case LlmGrid::Full: return "full";
+  }
+  return "?";
+}
+
+llvm::Expected<LlmGrid> parse_llm_grid(llvm::StringRef text) {
+  for (LlmGrid g : {LlmGrid::Quick, LlmGrid::Default, LlmGrid::Full})
+    if (text == to_string(g)) return g;
+  return err("llm-grid: --llm-grid=" + text + " is not allowed (allowed: quick, default, full)");
+}
+
+std::vector<std::pair<int64_t, int64_t>> llm_shapes(LlmGrid g) {
+  // Llama-style projections: attention 4096x4096, MLP up/gate 11008x4096 and down 4096x11008
+  // (Llama 2 7B), 14336x4096 and 4096x14336 (Llama 3 8B, Mistral 7B), fused K/V 6144x4096 (GQA).
+  std::vector<std::pair<int64_t, int64_t>> all = {{4096, 4096},  {11008, 4096}, {4096, 11008},
+                                                  {14336, 4096}, {4096, 14336}, {6144, 4096}};
+  if (g == LlmGrid::Quick) all.resize(2);
+  return all;
+}
+
+namespace {
+std::vector<int64_t> llm_ns(LlmGrid g) {
+  if (g == LlmGrid::Quick) return {1, 16, 64, 512, 2048};
+  return {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192};
+}
+}  // namespace
+
+std::vector<LlmProblem> llm_problems(LlmGrid g) {
+  const std::vector<double> ss = g == LlmGrid::Quick ? std::vector<double>{0.5, 0.9} : std::vector<double>{0.5, 0.7, 0.9};
+  const std::vector<Precision> ps = g == LlmGrid::Quick ? std::vector<Precision>{sp(8, 8)}
+                                                        : std::vector<Precision>{sp(8, 8), sp(4, 8), sp(4, 4)};
+  std::vector<LlmProblem> out;
+  for (auto [m, k] : llm_shapes(g))
+    for (int64_t n : llm_ns(g))
+      for (int v : {8, 4, 2})
+        for (const Precision &p : ps) {
+          bool runs = v == 8 || g == LlmGrid::Full ||
+                      (g == LlmGrid::Default && p.name == "L8-R8" && m == 4096 && k == 4096);
+          if (!runs) continue;
+          for (double s : ss) out.push_back(LlmProblem{m, k, n, s, v, p});
+        }
+  return out;
+}
+
+std::vector<std::array<int64_t, 3>> llm_dense_problems(LlmGrid g) {
+  std::vector<std::array<int64_t, 3>> out;
+  for (auto [m, k] : llm_shapes(g))
+    for (int64_t n : llm_ns(g)) out.push_back({m, k, n});
+  return out;
+}
+
+double llm_dense_bytes(int64_t m, int64_t k, int64_t n) {
+  return double(m) * double(k) + double(k) * double(n) + 4.0 * double(m) * double(n);
+}
+
+double llm_sparse_bytes(const SparseTraffic &t) {
+  const double values = double(t.slots) * t.v * t.lhs_storage_bits / 8.0;
+  const double cols = 4.0 * double(t.slots);
+  const double row_ptr = 2.0 * 4.0 * double(t.num_blocks);
+  const double b = double(t.k) * double(t.n) * t.rhs_storage_bits / 8.0;
+  const double c = double(t.m) * double(t.n) * t.out_bytes;
+  return values + cols + row_ptr + b + c;
+}
+
+int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride) {
+  int64_t slots = 0;
+  const int64_t st = std::max(1, stride);
+  for (size_t b = 0; b + 1 < block_ptr.size(); ++b) {
+    int64_t len = block_ptr[b + 1] - block_ptr[b];
+    slots += (len + st - 1) / st * st;
+  }
+  return slots;
+}
+
+double percent_of_bandwidth(double bytes, double ms, double peak_bytes_per_s) {
+  if (!(ms > 0) || !std::isfinite(ms) || !(bytes > 0) || !(peak_bytes_per_s > 0)) return kNaN;
+  return 100.0 * bytes / (ms * 1e-3) / peak_bytes_per_s;
+}
+
+double percent_of_int8_peak(double tops) {
+  if (!(tops > 0) || !std::isfinite(tops)) return kNaN;
+  return 100.0 * tops / kH100SxmInt8DenseTops;
 }
 
 // ---- results -------------------------------------------------------------------------------
@@ -520,6 +615,219 @@ std::string pass(bool ok) { return ok ? "**PASS**" : "**FAIL**"; }
 
 }  // namespace
 
+std::string llm_markdown(const RunInfo &info, const std::vector<ResultRow> &rows) {
+  // Rows by what they are: ours and the sparse kernel per (precision, V) and problem; the
+  // dense contenders per (M, K, N).
+  using Mkn = std::array<int64_t, 3>;
+  struct Cell {
+    const ResultRow *ours = nullptr, *sparse = nullptr;
+  };
+  struct Table {
+    std::string precision;
+    int v;
+    bool operator<(const Table &o) const {
+      int a = precision_rank(precision), b = precision_rank(o.precision);
+      if (a != b) return a < b;
+      if (precision != o.precision) return precision < o.precision;
+      return v > o.v;
+    }
+  };
+  std::map<Table, std::map<Mkn, std::map<double, Cell>>> tables;
+  std::map<Mkn, const ResultRow *> dense, bf16, cslt;
+  std::vector<Mkn> order;  // (M, K) in the order they ran, then N ascending
+  std::set<double> sparsities;
+  auto note_order = [&](const Mkn &x) {
+    if (std::find(order.begin(), order.end(), x) == order.end()) order.push_back(x);
+  };
+  for (const ResultRow &r : rows) {
+    if (r.source != "llm") continue;
+    Mkn x{r.m, r.k, r.n};
+    if (r.contender == kOurs || r.contender == kOursSparse) {
+      Cell &c = tables[{r.precision, r.v}][x][r.sparsity];
+      (r.contender == kOurs ? c.ours : c.sparse) = &r;
+      sparsities.insert(r.sparsity);
+      note_order(x);
+    } else if (r.contender == kCublasLtS8) {
+      dense[x] = &r;
+      note_order(x);
+    } else if (r.contender == kCublasBf16) {
+      bf16[x] = &r;
+    } else if (r.contender == kCusparseLtS8) {
+      cslt[x] = &r;
+    }
+  }
+  if (tables.empty() && dense.empty()) return "";
+  std::stable_sort(order.begin(), order.end(), [&](const Mkn &a, const Mkn &b) {
+    auto pos = [&](const Mkn &x) {
+      for (size_t i = 0; i < order.size(); ++i)
+        if (order[i][0] == x[0] && order[i][1] == x[1]) return i;
+      return order.size();
+    };
+    size_t pa = pos(a), pb = pos(b);
+    if (pa != pb) return pa < pb;
+    return a[2] < b[2];
+  });
+  auto ok_ms = [](const ResultRow *r) { return r && r->ok() ? r->ms : kNaN; };
+  auto cell_ms = [&](const ResultRow *r) {
+    if (!r) return std::string("–");
+    if (r->ok()) return fms(r->ms);
+    return r->status.empty() ? std::string("–") : r->status;
+  };
+  // % of the HBM peak (decode) or of the int8 dense peak (prefill).
+  auto peak = [&](const ResultRow *r, double bytes) {
+    if (!r || !r->ok()) return kNaN;
+    if (llm_is_decode(r->n)) return percent_of_bandwidth(bytes, r->ms, info.hbm_bytes_per_s);
+    if (llm_is_prefill(r->n)) return percent_of_int8_peak(r->tops);
+    return kNaN;
+  };
+  auto pct = [](double x) { return std::isfinite(x) ? fmt::format("{:.1f}%", x) : std::string("–"); };
+
+  std::string md = "## LLM shapes\n\n";
+  md += "Pruned, quantized weights W (M x K, uniform V x 1 vector sparsity) times N tokens (B is K x N), every "
+        "call with a cold L2 (flushed before each timed run, as when each layer's weights come from HBM). "
+        "\"ours\" is what the library's dispatch delivers (`magicube run`, the API); \"sparse kernel\" is our sparse "
+        "kernel itself (the same row while the dispatch has no dense route). \"x dense\" = dense cuBLASLt s8 x s8 -> "
+        "s32 ms / ours ms. \"% peak\": for decode (N <= 64) the share of HBM bandwidth on the bytes the call moves "
+        "(ours: packed A values + column indices + row pointers + B + C; dense: M K + K N + 4 M N) against " +
+        fmt::format("{:.2f} TB/s ({})", info.hbm_bytes_per_s / 1e12, info.hbm_source) +
+        "; for prefill (N >= 512) the share of the int8 dense tensor-core peak (" +
+        fmt::format("{:g}", kH100SxmInt8DenseTops) +
+        " TOPS, H100 SXM) of the effective TOPS (2 nnz N / t; dense 2 M K N / t); none at N = 128. Dense results do "
+        "not depend on sparsity, V or precision: measured once per (M, K, N). cuSPARSELt runs 2:4 int8 (sparsity "
+        "0.5 only).\n\n";
+  if (!info.llm.empty()) md += "Grid: " + info.llm + "\n\n";
+
+  // The two lines first.
+  int64_t compared = 0, not_slower = 0, ours_n = 0, exact = 0;
+  double worst = kNaN;
+  std::string worst_what;
+  for (auto &[t, probs] : tables)
+    for (auto &[x, by_s] : probs)
+      for (auto &[s, c] : by_s) {
+        if (!c.ours) continue;
+        ++ours_n;
+        if (c.ours->exact.rfind("yes", 0) == 0) ++exact;
+        double d = ok_ms(dense.count(x) ? dense[x] : nullptr);
+        if (!usable(*c.ours) || !std::isfinite(d)) continue;
+        double sp = d / c.ours->ms;
+        ++compared;
+        not_slower += sp >= 1.0;
+        if (!std::isfinite(worst) || sp < worst) {
+          worst = sp;
+          worst_what = fmt::format("{} V={} {}x{} N={} s={}", t.precision, t.v, x[0], x[1], x[2], sp_str(s));
+        }
+      }
+  md += fmt::format("- never slower than dense: {} of {} problems", not_slower, compared);
+  if (std::isfinite(worst)) md += fmt::format(" (worst: {} at {})", fx(worst), worst_what);
+  md += "\n";
+  md += fmt::format("- bit-exact: {} of {}\n\n", exact, ours_n);
+
+  std::vector<double> ss(sparsities.begin(), sparsities.end());
+  for (auto &[t, probs] : tables) {
+    md += fmt::format("### {}, V={}\n\n| M x K | N |", t.precision, t.v);
+    for (double s : ss) md += fmt::format(" s={} ms | x dense | % peak |", sp_str(s));
+    md += " sparse kernel ms (s=";
+    for (size_t i = 0; i < ss.size(); ++i) md += (i ? " / " : "") + sp_str(ss[i]);
+    md += ") | dense s8 ms | % peak | bf16 ms | cuSPARSELt 2:4 ms |\n| --- | ---: |";
+    for (size_t i = 0; i < ss.size(); ++i) md += " ---: | ---: | ---: |";
+    md += " ---: | ---: | ---: | ---: | ---: |\n";
+    for (const Mkn &x : order) {
+      auto it = probs.find(x);
+      if (it == probs.end()) continue;
+      const ResultRow *d = dense.count(x) ? dense[x] : nullptr;
+      md += fmt::format("| {}x{} | {} |", x[0], x[1], x[2]);
+      std::string sparse_cell;
+      for (size_t i = 0; i < ss.size(); ++i) {
+        auto c = it->second.find(ss[i]);
+        const ResultRow *o = c == it->second.end() ? nullptr : c->second.ours;
+        const ResultRow *sk = c == it->second.end() ? nullptr : c->second.sparse;
+        double speed = o && usable(*o) ? ok_ms(d) / o->ms : kNaN;
+        md += fmt::format(" {} | {} | {} |", cell_ms(o), fx(speed), pct(peak(o, o ? o->bytes : kNaN)));
+        sparse_cell += (i ? " / " : "") + cell_ms(sk);
+      }
+      md += " " + sparse_cell + " |";
+      md += fmt::format(" {} | {} | {} | {} |\n", cell_ms(d),
+                        pct(peak(d, llm_dense_bytes(x[0], x[1], x[2]))),
+                        cell_ms(bf16.count(x) ? bf16[x] : nullptr), cell_ms(cslt.count(x) ? cslt[x] : nullptr));
+    }
+    md += "\n";
+  }
+  return md;
+}
+
+// The LLM section's targets (issue 15), as rows of the Targets table: the dispatch never slower
+// than dense cuBLASLt int8 (within the timing noise of the same GEMM: 3 %), decode at N <= 16
+// (ratio to dense at s=0.5 / 0.7 and % of HBM bandwidth, L8-R8 V=8), prefill at N >= 2048
+// (the sparse kernel at s=0.9 against dense).
+std::string llm_targets(const RunInfo &info, const std::vector<ResultRow> &rows) {
+  std::map<std::array<int64_t, 3>, double> dense;
+  for (const ResultRow &r : rows)
+    if (r.source == "llm" && r.contender == kCublasLtS8 && r.ok()) dense[{r.m, r.k, r.n}] = r.ms;
+  if (dense.empty()) return "";
+  auto x_dense = [&](const ResultRow &r) {
+    auto it = dense.find({r.m, r.k, r.n});
+    return it != dense.end() && usable(r) ? it->second / r.ms : kNaN;
+  };
+  std::string md;
+  int64_t n = 0, strict = 0, within = 0;
+  double worst = kNaN;
+  for (const ResultRow &r : rows) {
+    if (r.source != "llm" || r.contender != kOurs) continue;
+    const double x = x_dense(r);
+    if (!std::isfinite(x)) continue;
+    ++n, strict += x >= 1.0, within += x >= 0.97;
+    if (!std::isfinite(worst) || x < worst) worst = x;
+  }
+  if (n)
+    md += fmt::format("| LLM: the dispatch never slower than dense cuBLASLt int8 (whole grid; within 3 % timing noise) | "
+                      "{} of {} at >= 1.00x, {} of {} at >= 0.97x, worst {} | {} |\n",
+                      strict, n, within, n, fx(worst), pass(within == n));
+  auto l8v8 = [](const ResultRow &r) { return r.source == "llm" && r.precision == "L8-R8" && r.v == 8; };
+  for (auto [sp, want] : {std::pair{0.5, 1.4}, {0.7, 2.2}}) {
+    double lo = kNaN;
+    int cells = 0;
+    for (const ResultRow &r : rows)
+      if (l8v8(r) && r.contender == kOurs && r.n <= 16 && std::abs(r.sparsity - sp) < 1e-9) {
+        const double x = x_dense(r);
+        if (!std::isfinite(x)) continue;
+        ++cells;
+        lo = std::isfinite(lo) ? std::min(lo, x) : x;
+      }
+    if (cells)
+      md += fmt::format("| LLM decode L8-R8 V=8 N <= 16 s={}: >= {:.1f}x dense (each shape and N) | min {} over {} | {} |\n",
+                        sp_str(sp), want, fx(lo), cells, pass(lo >= want));
+  }
+  {
+    double lo = kNaN;
+    int cells = 0;
+    for (const ResultRow &r : rows)
+      if (l8v8(r) && r.contender == kOursSparse && r.n <= 16 && r.sparsity <= 0.7 + 1e-9 && usable(r) && r.bytes > 0) {
+        const double p = percent_of_bandwidth(r.bytes, r.ms, info.hbm_bytes_per_s);
+        ++cells;
+        lo = std::isfinite(lo) ? std::min(lo, p) : p;
+      }
+    if (cells)
+      md += fmt::format("| LLM decode L8-R8 V=8 N <= 16 s=0.5/0.7: the sparse kernel >= 80 % of HBM bandwidth | min "
+                        "{:.1f}% over {} | {} |\n",
+                        lo, cells, pass(lo >= 80.0));
+  }
+  {
+    double lo = kNaN;
+    int cells = 0;
+    for (const ResultRow &r : rows)
+      if (l8v8(r) && r.contender == kOursSparse && r.n >= 2048 && std::abs(r.sparsity - 0.9) < 1e-9) {
+        const double x = x_dense(r);
+        if (!std::isfinite(x)) continue;
+        ++cells;
+        lo = std::isfinite(lo) ? std::min(lo, x) : x;
+      }
+    if (cells)
+      md += fmt::format("| LLM prefill L8-R8 V=8 N >= 2048 s=0.9: the sparse kernel >= 1.5x dense | min {} over {} | {} |\n",
+                        fx(lo), cells, pass(lo >= 1.5));
+  }
+  return md;
+}
+
 std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &rows, const JitCosts &jit) {
   Index idx(rows);
   std::string md = "# Magicube JIT benchmark\n\n";
@@ -535,6 +843,7 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
   item("Command", info.command.empty() ? "" : "`" + info.command + "`");
   item("Timing", info.timing);
   item("DLMC", info.dlmc);
+  item("LLM", info.llm);
   for (const std::string &n : info.notes) md += "- " + n + "\n";
 
   // ---- correctness, loudly ----
@@ -630,6 +939,7 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
     if (r.contender == kOurs && r.source == "small" && r.precision == "L8-R8" && r.v == 8 && usable(r))
       md += fmt::format("| small problem L8-R8 V=8 M={} K={} N={} s={} <= 8 us | {:.2f} us | {} |\n", r.m, r.k, r.n,
                         sp_str(r.sparsity), r.ms * 1e3, pass(r.ms * 1e3 <= 8.0));
+  md += llm_targets(info, rows);
   md += fmt::format("| every checked result of ours bit-exact | {} mismatch(es) of {} checked | {} |\n\n", bad.size(),
                     checked + int64_t(bad.size()), pass(bad.empty()));
 
@@ -676,6 +986,8 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
     md += "All sparsities together:\n\n";
     geomean_table(md, idx, rows, s.source, s.op, true, compared_contenders());
   }
+
+  md += llm_markdown(info, rows);
 
   // ---- JIT ----
   md += "## JIT costs\n\n| what | time |\n| --- | ---: |\n";

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <array>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -26,6 +27,10 @@ inline constexpr const char *kBellF16 = "cusparse-bell-f16";    // Blocked-ELL, 
 inline constexpr const char *kBellS8 = "cusparse-bell-s8";      // Blocked-ELL int8
 inline constexpr const char *kCsrF16 = "cusparse-csr-f16";      // scalar CSR fp16
 inline constexpr const char *kMagicubePub = "magicube-h100-published";  // h100.md, not measured here
+// The LLM section (source "llm") only:
+inline constexpr const char *kOursSparse = "magicube-jit-sparse";  // the sparse kernel itself, whatever the route
+inline constexpr const char *kCublasBf16 = "cublas-bf16";          // dense, bf16 (f32 accumulate)
+inline constexpr const char *kCusparseLtS8 = "cusparselt-s8-2:4";  // cuSPARSELt 2:4 int8 (s = 0.5 only)
 
 // The vendor contenders, in table order.
 const std::vector<std::string> &vendor_contenders();
@@ -72,7 +77,68 @@ struct BenchOptions {
   bool no_vendor = false;
   bool no_plots = false;
   bool tune = false;         // autotune every problem of ours before timing it (slow)
+  std::string llm_grid = "default";  // quick | default | full (the llm section)
 };
+
+// ---- the LLM section (--sections=llm) ------------------------------------------------------
+
+enum class LlmGrid { Quick, Default, Full };
+const char *to_string(LlmGrid g);
+// "quick" | "default" | "full"; the error reads "llm-grid: --llm-grid=X is not allowed (...)".
+llvm::Expected<LlmGrid> parse_llm_grid(llvm::StringRef text);
+
+// One problem: pruned, quantized weights W (M x K, uniform V x 1 vector sparsity) times N
+// tokens (B is K x N).
+struct LlmProblem {
+  int64_t m = 0, k = 0, n = 0;
+  double sparsity = 0;
+  int v = 8;
+  Precision precision;
+};
+// The weight shapes (M x K) of the grid, in run order.
+std::vector<std::pair<int64_t, int64_t>> llm_shapes(LlmGrid g);
+// Every problem of the grid, shape-major, then N, V, precision, sparsity (the run order).
+//   quick:   4096x4096 and 11008x4096; N 1, 16, 64, 512, 2048; s 0.5, 0.9; V=8; L8-R8
+//   default: 6 shapes; N 1..8192 (11); s 0.5, 0.7, 0.9; V=8 at L8-R8, L4-R8, L4-R4; and
+//            V=4, V=2 at L8-R8 for 4096x4096 only
+//   full:    6 shapes x 11 N x 3 s x V 8, 4, 2 x L8-R8, L4-R8, L4-R4
+std::vector<LlmProblem> llm_problems(LlmGrid g);
+// The distinct (M, K, N) of the grid: the dense contenders run once each.
+std::vector<std::array<int64_t, 3>> llm_dense_problems(LlmGrid g);
+
+// Peaks the LLM section reports against, in one place.
+// int8 dense tensor-core peak of the H100 SXM: 1,979 TOPS (NVIDIA H100 Tensor Core GPU
+// datasheet, "INT8 Tensor Core 3,958 TOPS" with sparsity, i.e. 1,979 dense; shared/docs/h100.md
+// measures 1,957-1,973 with wgmma).
+inline constexpr double kH100SxmInt8DenseTops = 1979.0;
+// HBM3 bandwidth of the H100 SXM: 3.35 TB/s (the same datasheet). The suite reads the
+// device's memory clock x bus width instead where the device reports them.
+inline constexpr double kH100SxmHbmBytesPerSecond = 3.35e12;
+// Decode (N <= 64) is reported as a share of HBM bandwidth, prefill (N >= 512) as a share of
+// the int8 dense peak; N in between as neither.
+inline bool llm_is_decode(int64_t n) { return n <= 64; }
+inline bool llm_is_prefill(int64_t n) { return n >= 512; }
+
+// Bytes a dense int8 GEMM moves: A (M x K s8) + B (K x N s8) + C (M x N s32).
+double llm_dense_bytes(int64_t m, int64_t k, int64_t n);
+// Bytes our SpMM moves: the packed A values (every slot of the SR-BCRS layout, padding
+// included, at the stored bits of its chunks), one int32 column index per slot, two int32
+// row pointers per row-block, B (K x N at the stored rhs bits) and C (M x N of out_bytes).
+struct SparseTraffic {
+  int64_t slots = 0, num_blocks = 0;
+  int v = 8;
+  int lhs_storage_bits = 8, rhs_storage_bits = 8;
+  int64_t m = 0, k = 0, n = 0;
+  int out_bytes = 4;
+};
+double llm_sparse_bytes(const SparseTraffic &t);
+// Slots of an SR-BCRS layout with `stride` slots per stride: every row-block's vector count
+// (from block_ptr) rounded up to a multiple of `stride`.
+int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride);
+// Percent of `peak_bytes_per_s` that `bytes` in `ms` is; of kH100SxmInt8DenseTops that
+// `tops` is. NaN when ms or tops is not positive and finite.
+double percent_of_bandwidth(double bytes, double ms, double peak_bytes_per_s);
+double percent_of_int8_peak(double tops);
 
 // The options expanded into what runs.
 struct BenchConfig {
@@ -91,6 +157,8 @@ struct BenchConfig {
   std::vector<int64_t> dlmc_ns;
   int dlmc_limit = 10;
   bool synthetic = true, dlmc = true, sddmm = true, small = true, jit = true;
+  bool llm = false;  // only when --sections names it
+  LlmGrid llm_grid = LlmGrid::Default;
   bool vendors = true;
   int repeat = 20, warmup = 10;
   bool flush_l2 = false;
@@ -126,6 +194,7 @@ struct ResultRow {
   std::string out;              // ours: i32 | i64; vendors: their output type
   std::string config;           // ours: the op spec and kernel; vendors: the winning configuration
   std::string note;             // why unsupported / the error
+  double bytes = kNaN;          // llm: bytes the call moves (not a CSV column; also in `config`)
 
   bool ok() const { return (status == "ok" || status == "published") && std::isfinite(ms) && ms > 0; }
   bool mismatch() const { return exact.rfind("NO", 0) == 0; }
@@ -194,12 +263,22 @@ struct JitCosts {
 struct RunInfo {
   std::string gpu, driver, cuda_runtime, nvrtc, libraries, date, command, timing, dlmc;
   std::vector<std::string> notes;
+  // The llm section: the HBM peak used and where it came from.
+  double hbm_bytes_per_s = kH100SxmHbmBytesPerSecond;
+  std::string hbm_source = "H100 SXM datasheet, 3.35 TB/s";
+  std::string llm;  // what the llm section ran ("" = not run)
 };
 
 // summary.md: header, mismatches (loudly), the targets, the table against the published
 // Magicube times, geomean speedups per precision x V x sparsity against each contender,
 // JIT costs, errors.
 std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &rows, const JitCosts &jit);
+
+// The "## LLM shapes" section from the rows of source "llm" ("" when there are none): one
+// table per precision and V (rows: shape x N; per sparsity ours ms, x dense cuBLASLt int8 and
+// % of peak; the sparse kernel's ms; dense int8, bf16 and cuSPARSELt ms), the line "never
+// slower than dense: X of Y problems (worst: ...)" and "bit-exact: X of Y".
+std::string llm_markdown(const RunInfo &info, const std::vector<ResultRow> &rows);
 
 // The published Magicube rows of results.csv that fit the measured synthetic problems of
 // ours (V=8, M=K=4096 SpMM; M=N=4096 SDDMM): one per (problem, precision).

@@ -112,6 +112,9 @@ VectorPattern to_pattern(const VectorSparse &a) {
 // Most multiply-adds a check does in full; above it, a sample of row-blocks (the first, the
 // last and evenly spaced ones) of about this cost.
 constexpr double kCheckBudget = 8e9;
+// The same for the llm section, whose problems are many and big: decode (N <= 64) is checked
+// in full, prefill on a few row-blocks (at least 2: the first and the last).
+constexpr double kLlmCheckBudget = 2e8;
 
 // The result column of a verification: "yes", "yes (sample of a/b row-blocks)" or "NO: ...".
 std::string exact_text(const Verification &v, const char *what) {
@@ -250,6 +253,10 @@ class Suite {
   // Magicube published a V=8 time to compare with.
   bool sddmm_runs(int v, double s) const;
   void dlmc(const std::vector<DlmcFile> &files);
+  // The LLM shapes (--sections=llm): ours, dense cuBLASLt int8, cuBLAS bf16 and cuSPARSELt
+  // 2:4 int8 on pruned weight matrices times N tokens, L2 flushed before every timed call.
+  void llm();
+  int64_t llm_tasks() const;
   int64_t dlmc_tasks(size_t files) const {
     return int64_t(files) * int64_t(cfg_.dlmc_vs.size() * cfg_.dlmc_ns.size()) *
            (vendor_count() + int64_t(cfg_.spmm_precisions.size()));
@@ -268,6 +275,23 @@ class Suite {
   std::string lost_why_;
   // Dense vendor results by (contender, M, K, N): they do not depend on the pattern.
   std::map<std::string, ResultRow> dense_cache_;
+  size_t llm_flush_bytes_ = size_t(64) << 20;  // >= 2 x the device's L2
+
+  // The llm section's timing: L2 flushed before every timed call; warm-up and repeats capped
+  // (decode: 5 and 20, N >= 128: 3 and 10) to keep the grid's device time bounded.
+  TimingOptions llm_timing(int64_t n) const;
+  ResultRow llm_base_row(int64_t m, int64_t k, int64_t n) const;
+  // The dense contenders on one (M, K, N), once: cuBLASLt s8 x s8 -> s32, cuBLAS bf16 and,
+  // when `with_2_4`, cuSPARSELt 2:4 int8.
+  void llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4);
+  // Our rows on one problem (`a` holds the values of its precision, `b` is K x N): the one
+  // place that decides the route. kOurs is what the library's dispatch delivers; kOursSparse is
+  // the sparse kernel itself. Today the dispatch always answers with the sparse kernel, so
+  // both rows are one measurement; when it can answer "run dense", time that route here for
+  // kOurs and keep the sparse kernel's row as it is.
+  void llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b);
+  // The sparse kernel through the dispatch and the pipeline, checked on its first run.
+  void llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b);
 
   int64_t vendor_count() const { return cfg_.vendors ? int64_t(vendor_contenders().size()) : 0; }
   CUstream stream() const { return stream_.get(); }
@@ -277,6 +301,9 @@ class Suite {
   bool alive();
   void add(ResultRow r) { out_.rows.push_back(std::move(r)); }
 
+  // Our spec for a problem: no knob pinned, int32 output where it is exact for the
+  // reduction, else int64.
+  OpSpec ours_spec(OpKind op, const Precision &p, int v, int64_t reduction) const;
   // The dispatch's plan (runtime/dispatch.h) for the problem with signature `sig` (null: no
   // matrix, the policy's defaults); `how`, when given, gets " [chosen by: ...]".
   llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
@@ -312,8 +339,24 @@ llvm::Error Suite::init() {
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
     vopts_.timing.flush_bytes = std::max<size_t>(size_t(2) * size_t(std::max(l2, 0)), size_t(64) << 20);
   }
+  {
+    int l2 = 0;
+    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0) != cudaSuccess) cudaGetLastError(), l2 = 0;
+    llm_flush_bytes_ = std::max<size_t>(size_t(2) * size_t(std::max(l2, 0)), size_t(64) << 20);
+  }
   // Facts for the summary.
   RunInfo &info = out_.info;
+  {
+    // Peak HBM bandwidth: 2 (double data rate) x memory clock x bus width, as the device
+    // reports them; the H100 SXM datasheet's 3.35 TB/s where it does not.
+    int clock_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, 0) != cudaSuccess) cudaGetLastError(), clock_khz = 0;
+    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) != cudaSuccess) cudaGetLastError(), bus_bits = 0;
+    if (clock_khz > 0 && bus_bits > 0) {
+      info.hbm_bytes_per_s = 2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0;
+      info.hbm_source = fmt::format("the device: 2 x {} MHz memory clock x {}-bit bus", clock_khz / 1000, bus_bits);
+    }
+  }
   auto dev = device_summary();
   if (dev) info.gpu = *dev;
   else info.gpu = ctx_.name() + " (" + msg(dev.takeError()) + ")";
@@ -325,6 +368,7 @@ llvm::Error Suite::init() {
   info.cuda_runtime = cuda_version_str(rt);
   info.nvrtc = nvrtc_version();
   if (cfg_.vendors) info.libraries = library_versions();
+  if (cfg_.vendors && cfg_.llm) info.libraries += (info.libraries.empty() ? "" : ", ") + cusparselt_version();
   info.date = utc_now();
   info.timing = fmt::format(
       "CUDA events, the same method for every contender (bench/timing.h): {} warm-up call(s), a 256 MiB memset "
@@ -333,6 +377,12 @@ llvm::Error Suite::init() {
       cfg_.flush_l2 ? fmt::format("flushed before every timed call (a {} MiB memset outside the events)",
                                   vopts_.timing.flush_bytes >> 20)
                     : "warm (inputs stay L2-resident where they fit, as in h100.md's measurements)");
+  if (cfg_.llm)
+    info.notes.push_back(fmt::format(
+        "LLM section: every contender with L2 flushed before every timed call (a {} MiB memset outside the events, "
+        ">= 2 x L2), warm-up min({}, 5) and min({}, 20) timed calls at N <= 64, min({}, 3) and min({}, 10) from N = "
+        "128; ours checked in full at decode, on a sample of row-blocks (about {:g} multiply-adds) above",
+        llm_flush_bytes_ >> 20, cfg_.warmup, cfg_.repeat, cfg_.warmup, cfg_.repeat, kLlmCheckBudget));
   info.notes.push_back(cfg_.tune ? "Ours: every problem autotuned first (--tune), then its stored choice timed"
                                  : "Ours: the stored autotuning choice where one exists for the problem (`magicube "
                                    "tune`, or `bench --tune`), else the library's policy (runtime/policy.h), through the dispatch that magicube run and the API use");
@@ -371,11 +421,7 @@ void Suite::guarded(ResultRow row, const std::function<void(ResultRow &)> &fn) {
   add(std::move(row));
 }
 
-llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
-                                        const MatrixSignature *sig, std::string *how) {
-  // The library's dispatch, as `magicube run` and the API use it: no knob pinned, so a stored
-  // tuning record for the problem when there is one, else the policy (runtime/policy.h). The
-  // output is int32 where it is exact for the reduction, else int64.
+OpSpec Suite::ours_spec(OpKind op, const Precision &p, int v, int64_t reduction) const {
   OpSpec s;
   s.op = op;
   s.lhs = p.lhs;
@@ -384,7 +430,15 @@ llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, in
   s.arch = arch_;
   s.pinned = 0;
   s.out = max_exact_k(p.lhs, p.rhs) >= reduction ? OutType::Int32 : OutType::Int64;
-  auto d = dispatch(s, sig, device_facts(ctx_));
+  return s;
+}
+
+llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
+                                        const MatrixSignature *sig, std::string *how) {
+  // The library's dispatch, as `magicube run` and the API use it: no knob pinned, so a stored
+  // tuning record for the problem when there is one, else the policy (runtime/policy.h). The
+  // sparse kernel: the dense route is the llm section's (llm_ours).
+  auto d = dispatch(ours_spec(op, p, v, reduction), sig, device_facts(ctx_));
   if (!d) return d.takeError();
   if (how) *how = " [" + d->chosen_by() + "]";
   return std::move(d->plan);
@@ -582,7 +636,13 @@ int64_t Suite::tasks() const {
     for (int v : cfg_.sddmm_vs)
       for (double s : cfg_.sparsities)
         if (sddmm_runs(v, s)) t += int64_t(cfg_.sddmm_precisions.size() * cfg_.sddmm_ks.size());
+  if (cfg_.llm) t += llm_tasks();
   return t;
+}
+
+int64_t Suite::llm_tasks() const {
+  return int64_t(llm_problems(cfg_.llm_grid).size()) +
+         (cfg_.vendors ? 3 * int64_t(llm_dense_problems(cfg_.llm_grid).size()) : 0);
 }
 
 bool Suite::sddmm_runs(int v, double s) const {
@@ -683,6 +743,213 @@ void Suite::dlmc(const std::vector<DlmcFile> &files) {
           ours_spmm(pb, a, p, n, seed);
         }
       }
+    }
+  }
+}
+
+// ---- the LLM shapes ----------------------------------------------------------------------------
+
+TimingOptions Suite::llm_timing(int64_t n) const {
+  TimingOptions t = vopts_.timing;
+  t.flush_bytes = llm_flush_bytes_;
+  t.warmup = std::min(cfg_.warmup, n <= 64 ? 5 : 3);
+  t.reps = std::min(cfg_.repeat, n <= 64 ? 20 : 10);
+  return t;
+}
+
+ResultRow Suite::llm_base_row(int64_t m, int64_t k, int64_t n) const {
+  ResultRow r;
+  r.source = "llm";
+  r.op = "spmm";
+  r.m = m;
+  r.k = k;
+  r.n = n;
+  return r;
+}
+
+void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
+  BaselineOptions o = vopts_;
+  o.timing = llm_timing(n);
+  struct D {
+    const char *contender, *precision, *out, *matrix;
+    double sparsity, bytes;
+    int64_t nnz;  // multiply-adds per column of B
+    std::function<llvm::Expected<Measurement>()> run;
+  };
+  const std::vector<D> list = {
+      {kCublasLtS8, "s8->s32", "s32", "dense", 0.0, llm_dense_bytes(m, k, n), m * k,
+       [&] { return dense_cublaslt_i8(m, n, k, o); }},
+      {kCublasBf16, "bf16", "bf16", "dense", 0.0, 2.0 * (double(m) * k + double(k) * n + double(m) * n), m * k,
+       [&] { return dense_cublas_bf16(m, n, k, o); }},
+      {kCusparseLtS8, "s8->s32", "s32|s8", "2:4", 0.5, kNaN, m * k / 2, [&] { return cusparselt_spmm_i8(m, n, k, o); }},
+  };
+  for (const D &c : list) {
+    progress_.step("llm", fmt::format("{}x{} N={} {}", m, k, n, contender_title(c.contender)));
+    if (!with_2_4 && std::string(c.contender) == kCusparseLtS8) continue;
+    ResultRow row = llm_base_row(m, k, n);
+    row.matrix = fmt::format("llm-M{}-K{}-{}", m, k, c.matrix);
+    row.contender = c.contender;
+    row.precision = c.precision;
+    row.out = c.out;
+    row.v = 1;
+    row.sparsity = c.sparsity;
+    row.nnz_vectors = c.nnz;
+    row.bytes = c.bytes;
+    guarded(row, [&](ResultRow &r) {
+      auto meas = c.run();
+      if (!meas) {
+        r.status = "error";
+        r.note = msg(meas.takeError());
+        return;
+      }
+      if (!meas->supported) {
+        r.status = "unsupported";
+        r.note = one_line(meas->unsupported_reason);
+        return;
+      }
+      r.status = "ok";
+      r.ms = meas->ms;
+      r.tops = effective_tops(r.nnz_vectors, 1, n, r.ms);
+      r.config = one_line(meas->config, 200);
+    });
+  }
+}
+
+void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b) {
+  ResultRow row = llm_base_row(pb.m, pb.k, pb.n);
+  row.matrix = fmt::format("llm-M{}-K{}-s{}", pb.m, pb.k, sp_str(pb.sparsity));
+  row.contender = kOursSparse;
+  row.precision = pb.precision.name;
+  row.v = pb.v;
+  row.sparsity = pb.sparsity;
+  row.nnz_vectors = a.num_vectors();
+  guarded(row, [&](ResultRow &r) {
+    auto fail = [&](llvm::Error e, const char *stage) {
+      r.status = "error";
+      r.note = std::string(stage) + ": " + msg(std::move(e));
+    };
+    std::string how;
+    auto plan = ours_plan(OpKind::SpMM, pb.precision, a, pb.n, how);
+    if (!plan) return fail(plan.takeError(), "plan");
+    r.out = out_name(plan->spec.out);
+    r.config = to_string(plan->spec);
+    // The library's pipeline: pack, upload, kernel, launch, download, verify.
+    auto pipe = Pipeline::spmm(plan->spec, a, std::vector<int64_t>(b), pb.n);
+    if (auto e = pipe->prepare(*plan)) return fail(std::move(e), "pack and upload");
+    if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
+    auto kernel = Kernel::get(ctx_, *plan);
+    if (!kernel) return fail(kernel.takeError(), "kernel");
+    r.config += " " + (*kernel)->source().name + how;
+    const Kernel &k = **kernel;
+    if (auto e = pipe->launch(k, stream())) return fail(std::move(e), "launch");
+    if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
+      return fail(cuda_error("cudaStreamSynchronize after the first run", st), "run");
+    auto checked = pipe->verify(kLlmCheckBudget);
+    if (!checked) return fail(checked.takeError(), "verify");
+    r.exact = exact_text(*checked, "C");
+    auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe->launch(k, stream()); }, llm_timing(pb.n));
+    if (!ms) return fail(ms.takeError(), "timing");
+    r.ms = *ms;
+    r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
+    SparseTraffic t;
+    t.slots = padded_slots(a.block_ptr, plan->k_stride);
+    t.num_blocks = a.num_blocks();
+    t.v = a.v;
+    t.lhs_storage_bits = 0;
+    for (const Chunk &c : plan->lhs) t.lhs_storage_bits += c.storage_bits;
+    t.rhs_storage_bits = 0;
+    for (const Chunk &c : plan->rhs) t.rhs_storage_bits += c.storage_bits;
+    t.m = pb.m;
+    t.k = pb.k;
+    t.n = pb.n;
+    t.out_bytes = int(stored_bytes(plan->spec.out));
+    r.bytes = llm_sparse_bytes(t);
+    r.config += fmt::format(" [moves {:.0f} bytes]", r.bytes);
+    r.status = "ok";
+  });
+}
+
+void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b) {
+  llm_sparse(pb, a, b);
+  ResultRow sparse = out_.rows.back();
+  // The route the dispatch takes with the dense route allowed, as `magicube run` does: the
+  // sparse kernel measured above, or the dense int8 GEMM where the policy's model says so.
+  ResultRow row = sparse;
+  row.contender = kOurs;
+  const MatrixSignature sig = spmm_signature(a, pb.n);
+  auto d = dispatch(ours_spec(OpKind::SpMM, pb.precision, a.v, a.max_block_length()), &sig, device_facts(ctx_), -1,
+                    nullptr, DenseRoute::Allowed);
+  if (!d) {
+    row.status = "error", row.note = "dispatch: " + msg(d.takeError());
+    add(std::move(row));
+    return;
+  }
+  if (d->route == Route::Sparse) {
+    if (row.status == "ok") row.config += " [route: sparse, " + d->route_why + "]";
+    add(std::move(row));
+    return;
+  }
+  row.ms = kNaN, row.tops = kNaN, row.exact.clear(), row.note.clear(), row.status.clear();
+  guarded(row, [&](ResultRow &r) {
+    auto fail = [&](llvm::Error e, const char *stage) {
+      r.status = "error";
+      r.note = std::string(stage) + ": " + msg(std::move(e));
+    };
+    r.out = out_name(d->plan.spec.out);
+    auto pipe = Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n);
+    if (auto e = pipe->prepare_dense(ctx_)) return fail(std::move(e), "dense route");
+    if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
+    if (auto e = pipe->launch_dense(stream())) return fail(std::move(e), "launch");
+    if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
+      return fail(cuda_error("cudaStreamSynchronize after the first run", st), "run");
+    auto checked = pipe->verify(kLlmCheckBudget);
+    if (!checked) return fail(checked.takeError(), "verify");
+    r.exact = exact_text(*checked, "C");
+    auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe->launch_dense(stream()); }, llm_timing(pb.n));
+    if (!ms) return fail(ms.takeError(), "timing");
+    r.ms = *ms;
+    r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
+    r.bytes = llm_dense_bytes(pb.m, pb.k, pb.n);
+    r.config = fmt::format("dense route: {} [route: dense, {}] [moves {:.0f} bytes]", pipe->dense_describe(),
+                           d->route_why, r.bytes);
+    r.status = "ok";
+  });
+}
+
+void Suite::llm() {
+  const LlmGrid grid = cfg_.llm_grid;
+  const std::vector<LlmProblem> problems = llm_problems(grid);
+  for (auto [m, k] : llm_shapes(grid)) {
+    bool with_2_4 = std::any_of(problems.begin(), problems.end(), [&](const LlmProblem &p) {
+      return p.m == m && p.k == k && std::abs(p.sparsity - 0.5) < 1e-9;
+    });
+    if (cfg_.vendors)
+      for (const auto &d : llm_dense_problems(grid))
+        if (d[0] == m && d[1] == k) llm_dense(m, k, d[2], with_2_4);
+    // Host operands reused across N: one pattern per (V, sparsity) with the values of each
+    // lhs type, and one B per (N, rhs type).
+    std::map<std::string, VectorSparse> mats;
+    std::map<std::string, std::vector<int64_t>> bs;
+    int64_t cur_n = -1;
+    for (const LlmProblem &p : problems) {
+      if (p.m != m || p.k != k) continue;
+      if (p.n != cur_n) bs.clear(), cur_n = p.n;
+      const std::string shape = fmt::format("llm-M{}-K{}", m, k);
+      progress_.step("llm", fmt::format("{}x{} N={} V={} s={} {}", m, k, p.n, p.v, sp_str(p.sparsity), p.precision.name));
+      const std::string mk = fmt::format("{}|{}|{}", p.v, sp_str(p.sparsity), p.precision.lhs.str());
+      auto it = mats.find(mk);
+      if (it == mats.end()) {
+        const uint64_t pat_seed = seeded(mix(hash64(shape + "-s" + sp_str(p.sparsity)), uint64_t(p.v)));
+        VectorSparse a = uniform_pattern(m, k, p.v, p.sparsity, pat_seed);
+        fill_values(a, p.precision.lhs, mix(pat_seed, hash64(p.precision.lhs.str())));
+        it = mats.emplace(mk, std::move(a)).first;
+      }
+      const std::string bk = p.precision.rhs.str();
+      auto bi = bs.find(bk);
+      if (bi == bs.end())
+        bi = bs.emplace(bk, random_dense(k * p.n, p.precision.rhs, seeded(mix(hash64(shape + bk), uint64_t(p.n)))))
+                 .first;
+      llm_ours(p, it->second, bi->second);
     }
   }
 }
@@ -998,6 +1265,12 @@ llvm::Expected<BenchOutput> run_bench(const BenchConfig &cfg, const std::string 
   Suite suite(cfg, ctx, progress, out);
   if (auto e = suite.init()) return e;
   out.info.command = command;
+  if (cfg.llm) {
+    auto probs = llm_problems(cfg.llm_grid);
+    out.info.llm = fmt::format("--llm-grid={}: {} problems of ours on {} weight shapes, {} dense (M, K, N)",
+                               to_string(cfg.llm_grid), probs.size(), llm_shapes(cfg.llm_grid).size(),
+                               llm_dense_problems(cfg.llm_grid).size());
+  }
 
   // DLMC first: its file count sets the progress total.
   TempDir extracted;
@@ -1055,6 +1328,7 @@ llvm::Expected<BenchOutput> run_bench(const BenchConfig &cfg, const std::string 
   if (cfg.small) suite.small();
   if (cfg.sddmm) suite.sddmm();
   if (!files.empty()) suite.dlmc(files);
+  if (cfg.llm) suite.llm();
   if (cfg.jit) suite.jit_launch_costs();
   if (cfg.jit) suite.jit_empty_kernel();
   progress.done();

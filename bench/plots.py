@@ -13,6 +13,9 @@ DIR (default: the CSV's folder):
                                   per precision and V (all sparsities together)
   tops_<source>_spmm.png          effective TOPS of ours vs sparsity, one line per precision,
                                   one panel per V, with dense cuBLASLt int8 for scale
+  llm_speedup_<precision>_v<V>.png  the llm section (source "llm"): speedup of ours over dense
+                                  cuBLASLt int8 vs N (log), one panel per weight shape, one
+                                  line per sparsity
 
 Speedup = contender ms / ours ms on the same problem (source, matrix, op, V, M, K, N). Vendor
 rows serve every precision of ours; the published Magicube rows only their own precision.
@@ -211,6 +214,51 @@ def plot_tops(plt, rows, source, out_dir):
     return name
 
 
+def plot_llm(plt, rows, out_dir):
+    """Speedup of ours over dense cuBLASLt int8 vs N, per (precision, V): a panel per shape."""
+    dense = {}
+    for r in rows:
+        if r["source"] == "llm" and r["contender"] == "cublaslt-s8s32" and ok(r):
+            dense[(r["m"], r["k"], r["n"])] = num(r["ms"])
+    groups = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))  # (prec, v) -> shape -> s -> [(n, x)]
+    for r in rows:
+        if r["source"] != "llm" or r["contender"] != OURS or not ok(r) or r["exact"].startswith("NO"):
+            continue
+        d = dense.get((r["m"], r["k"], r["n"]))
+        if d:
+            groups[(r["precision"], r["v"])][(int(r["m"]), int(r["k"]))][num(r["sparsity"])].append(
+                (int(r["n"]), d / num(r["ms"])))
+    written = []
+    for (prec, v), shapes in sorted(groups.items(), key=lambda kv: (precision_rank(kv[0][0]), -int(kv[0][1]))):
+        keys = list(shapes)
+        cols = min(3, len(keys))
+        rows_n = (len(keys) + cols - 1) // cols
+        fig, axes = plt.subplots(rows_n, cols, figsize=(4.4 * cols, 3.4 * rows_n), squeeze=False, sharey=True)
+        for i, (m, k) in enumerate(keys):
+            ax = axes[i // cols][i % cols]
+            for s in sorted(shapes[(m, k)]):
+                pts = sorted(shapes[(m, k)][s])
+                ax.plot([n for n, _ in pts], [x for _, x in pts], marker="o", label=f"s={s:g}")
+            ax.axhline(1.0, color="gray", linewidth=0.8, linestyle="--")
+            ax.set_xscale("log", base=2)
+            log_speedup_axis(ax)
+            ax.set_title(f"W {m}x{k}")
+            ax.set_xlabel("N (tokens)")
+            if i % cols == 0:
+                ax.set_ylabel("speedup over cuBLASLt s8 dense (x)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+        for j in range(len(keys), rows_n * cols):
+            axes[j // cols][j % cols].axis("off")
+        fig.suptitle(f"LLM shapes, {prec} V={v}: Magicube JIT over dense int8 (L2 flushed)")
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
+        name = os.path.join(out_dir, f"llm_speedup_{prec}_v{v}.png")
+        fig.savefig(name, dpi=120)
+        plt.close(fig)
+        written.append(name)
+    return written
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv", help="results.csv of magicube bench")
@@ -229,7 +277,7 @@ def main(argv=None):
     os.makedirs(out_dir, exist_ok=True)
     sp = speedups(rows)
     written = []
-    pairs = sorted({(r["source"], r["op"]) for r in rows if r["contender"] == OURS})
+    pairs = sorted({(r["source"], r["op"]) for r in rows if r["contender"] == OURS and r["source"] != "llm"})
     for source, op in pairs:
         for v in sorted({r["v"] for r in rows if r["contender"] == OURS and r["source"] == source and r["op"] == op},
                         key=lambda x: -int(x)):
@@ -237,6 +285,7 @@ def main(argv=None):
         written.append(plot_geomean_bars(plt, sp, source, op, out_dir))
         if op == "spmm":
             written.append(plot_tops(plt, rows, source, out_dir))
+    written += plot_llm(plt, rows, out_dir)
     written = [w for w in written if w]
     for w in written:
         print(f"plots.py: wrote {w}")

@@ -5,6 +5,7 @@
 #include "magicube/magicube.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -34,6 +35,7 @@ struct magicube_op {
   const magicube::Plan &plan() const { return spmm ? spmm->plan() : sddmm->plan(); }
   const magicube::OpSpec &spec() const { return plan().spec; }
   const std::string &chosen_by() const { return spmm ? spmm->chosen_by() : sddmm->chosen_by(); }
+  bool dense() const { return spmm && spmm->route() == magicube::Route::Dense; }
   void load() const { spmm ? spmm->load() : sddmm->load(); }
 };
 
@@ -261,8 +263,12 @@ int64_t fingerprint_of(const magicube::Plan &p) {
 
 void check_header(const magicube_packed_header &h, size_t bytes_available) {
   if (h.magic != MAGICUBE_PACKED_MAGIC) invalid("packed: not a magicube packed blob (bad magic)");
-  if (h.format_version != 1)
-    invalid("packed: format version " + std::to_string(h.format_version) + " (this library reads version 1)");
+  if (h.format_version == 1)
+    invalid("packed: format version 1, written before the dense route (this library reads version " +
+            std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
+  if (h.format_version != MAGICUBE_PACKED_FORMAT_VERSION)
+    invalid("packed: format version " + std::to_string(h.format_version) + " (this library reads version " +
+            std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + ")");
   if (h.total_bytes < MAGICUBE_PACKED_HEADER_BYTES || (bytes_available && size_t(h.total_bytes) > bytes_available))
     invalid("packed: the header says " + std::to_string(h.total_bytes) + " bytes but " +
             std::to_string(bytes_available) + " are given");
@@ -272,6 +278,17 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
     if (off < MAGICUBE_PACKED_HEADER_BYTES || n < 0 || off + n > h.total_bytes)
       invalid(std::string("packed: ") + what + " lies outside the blob");
   };
+  if (h.route != 0 && h.route != 1) invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
+  if (h.route == 1) {
+    if (h.op != 0) invalid("packed: a dense copy in an SDDMM mask (the dense route runs SpMM only)");
+    if (h.rows < 0 || h.cols < 0 || h.rows > INT32_MAX || h.cols > INT32_MAX || h.dense_bytes != h.rows * h.cols)
+      invalid("packed: the dense copy has " + std::to_string(h.dense_bytes) + " bytes for A of " +
+              std::to_string(h.rows) + " x " + std::to_string(h.cols));
+    if (h.dense_offset % kBlobAlign != 0) invalid("packed: the dense copy is not 256-byte aligned in the blob");
+    in(h.dense_offset, h.dense_bytes, "the dense copy");
+    return;
+  }
+  if (h.dense_offset != 0 || h.dense_bytes != 0) invalid("packed: a sparse blob (route 0) names a dense copy");
   in(h.row_ptr_offset, 8 * h.num_blocks, "row_ptr");
   in(h.col_idx_offset, 4 * h.num_slots, "col_idx");
   if (h.op == 1) in(h.bcrs_ptr_offset, 8 * (h.num_blocks + 1), "bcrs_ptr");
@@ -288,6 +305,11 @@ void check_header_for(const magicube_op &op, const magicube_packed_header &h) {
   if (h.plan_fingerprint != fingerprint_of(op.plan()))
     invalid("packed: packed for another plan than this op's (" + magicube::to_string(op.spec()) +
             "): pack it with this op");
+  const int64_t route = op.dense() ? 1 : 0;
+  if (h.route != route)
+    invalid(std::string("packed: packed for the ") + (h.route ? "dense" : "sparse") + " route, but this op (" +
+            magicube::to_string(op.spec()) + ") runs the " + (route ? "dense" : "sparse") +
+            " route: pack it with this op");
 }
 
 // ---- device operands -------------------------------------------------------------------------
@@ -368,7 +390,32 @@ struct SpmmLayout {
   bool c_transpose = false;
   int64_t c_off = 0;
   WorkspacePlan ws;
+  // The dense route: cuBLASLt's workspace at lt_off; B (g: Bt) repacked into plane_off[0]
+  // unless read in place; gemm_transposed: the GEMM writes C^T (n x M); c_transpose: it
+  // writes into the workspace at c_off (C not 256-byte aligned) and a transpose moves it.
+  bool dense = false, gemm_transposed = false;
+  int64_t lt_off = 0;
 };
+
+constexpr uintptr_t kDenseAlign = 256;  // cuBLASLt's heuristic assumes 256-byte aligned operands
+
+SpmmLayout dense_spmm_layout(const magicube_op &op, const magicube_packed_header &h, const magicube_dense &b,
+                             int64_t n, const magicube_dense &c, SpmmLayout l) {
+  l.dense = true;
+  const int64_t m = h.rows, k = h.cols;
+  l.lt_off = l.ws.take(int64_t(op.spmm->workspace_bytes()));
+  l.b_in_place = b.layout == MAGICUBE_COL_MAJOR && dtype_bytes(b.dtype) == 1 && b.data &&
+                 reinterpret_cast<uintptr_t>(b.data) % kDenseAlign == 0;
+  if (!l.b_in_place) {
+    l.g = capi::dense_rhs_t_geometry(k, n, b.layout == MAGICUBE_COL_MAJOR);
+    l.plane_off.push_back(l.ws.take(l.g.plane_bytes(0)));
+  }
+  l.c_transpose = !c.data || reinterpret_cast<uintptr_t>(c.data) % kDenseAlign != 0;
+  // Staged through the workspace, the GEMM writes the other layout and the transpose turns it.
+  l.gemm_transposed = (c.layout == MAGICUBE_COL_MAJOR) != l.c_transpose;
+  if (l.c_transpose) l.c_off = l.ws.take(m * n * 4);
+  return l;
+}
 
 SpmmLayout spmm_layout(const magicube_op &op, const magicube_packed_header &h, const magicube_dense &b, int64_t n,
                        const magicube_dense &c) {
@@ -382,6 +429,7 @@ SpmmLayout spmm_layout(const magicube_op &op, const magicube_packed_header &h, c
     invalid(std::string("c: dtype ") + dtype_name(c.dtype) + " but the op's output is " +
             dtype_name(output_dtype(p.spec.out)) + " (" + magicube::to_string(p.spec) + ")");
   const int64_t k = h.cols;
+  if (op.dense()) return dense_spmm_layout(op, h, b, n, c, std::move(l));
   l.b_in_place = !p.spec.resident && b.layout == MAGICUBE_ROW_MAJOR && n % magicube::kLdbAlign == 0 &&
                  byte_identity(p.rhs, b.dtype) && reinterpret_cast<uintptr_t>(b.data) % 16 == 0;
   l.g = capi::spmm_rhs_geometry(p, k, n, b.layout == MAGICUBE_COL_MAJOR);
@@ -483,6 +531,27 @@ void spmm_run(const magicube_op &op, const magicube_packed_header &h, const void
   check_workspace(l.ws, workspace, ws_bytes);
   const magicube::Plan &p = op.plan();
   std::optional<magicube::DeviceEpilogue> de = device_epilogue(p.spec, epilogue, h.rows, n);
+  if (l.dense) {
+    if (reinterpret_cast<uintptr_t>(a_packed) % kDenseAlign != 0)
+      invalid("a_packed: the address is not aligned to 256 bytes (the dense route's cuBLASLt GEMM reads the "
+              "blob's dense copy in place)");
+    op.spmm->load();  // once: the plans for the op's shape, timed
+    const magicube::Context &ctx = device_context(op.device);
+    const CUdeviceptr ws = dptr(workspace);
+    CUdeviceptr bt = dptr(b.data);
+    if (!l.b_in_place) {
+      bt = ws + CUdeviceptr(l.plane_off[0]);
+      check(capi::repack_on_device(ctx, l.g, l.src, dptr(b.data), {bt}, stream), Kind::Cuda);
+    }
+    const CUdeviceptr target = l.c_transpose ? ws + CUdeviceptr(l.c_off) : dptr(c.data);
+    op.spmm->run_dense(dptr(a_packed) + CUdeviceptr(h.dense_offset), bt, target, h.rows, h.cols, n, l.gemm_transposed,
+                       ws + CUdeviceptr(l.lt_off), op.spmm->workspace_bytes(), stream);
+    if (l.c_transpose)  // target is (gemm_transposed ? n x M : M x n), c the other
+      check(capi::transpose_on_device(ctx, 4, target, dptr(c.data), l.gemm_transposed ? n : h.rows,
+                                      l.gemm_transposed ? h.rows : n, stream),
+            Kind::Cuda);
+    return;
+  }
   op.spmm->load();
   const magicube::Context &ctx = device_context(op.device);
   const CUdeviceptr a = dptr(a_packed), ws = dptr(workspace);
@@ -568,14 +637,43 @@ void sddmm_run(const magicube_op &op, const magicube_packed_header &h, const voi
                 de ? &*de : nullptr);
 }
 
+void check_options(const magicube::SpmmOptions &opts) {
+  if (opts.candidate < -1) invalid("options.candidate: " + std::to_string(opts.candidate) + " (allowed: -1, 0, 1, ...)");
+  if (opts.device < 0) invalid("options.device: " + std::to_string(opts.device) + " is not a device ordinal");
+}
+
 magicube::SpmmOptions options_of(const magicube_op_options *o) {
   magicube::SpmmOptions opts;
   if (o) {
     opts.candidate = o->candidate;
     opts.device = o->device;
   }
-  if (opts.candidate < -1) invalid("options.candidate: " + std::to_string(opts.candidate) + " (allowed: -1, 0, 1, ...)");
-  if (opts.device < 0) invalid("options.device: " + std::to_string(opts.device) + " is not a device ordinal");
+  check_options(opts);
+  return opts;
+}
+
+// The extended options: the fields within o->size, the defaults past it.
+magicube::SpmmOptions options_of(const magicube_op_options_ex *o) {
+  magicube::SpmmOptions opts;
+  if (!o) return opts;
+  const size_t first = offsetof(magicube_op_options_ex, candidate);
+  auto has = [&](size_t offset, size_t bytes) { return o->size >= offset + bytes; };
+  if (o->size < first + sizeof(int) * 2 || o->size > sizeof(magicube_op_options_ex))
+    invalid("options.size: " + std::to_string(o->size) + " (allowed: " + std::to_string(first + sizeof(int) * 2) +
+            ".." + std::to_string(sizeof(magicube_op_options_ex)) +
+            ", sizeof(magicube_op_options_ex) of this library's magicube.h)");
+  opts.candidate = o->candidate;
+  opts.device = o->device;
+  check_options(opts);
+  if (has(offsetof(magicube_op_options_ex, dense), sizeof(int))) {
+    switch (o->dense) {
+      case MAGICUBE_DENSE_NEVER: opts.dense = magicube::DenseRoute::Never; break;
+      case MAGICUBE_DENSE_ALLOWED: opts.dense = magicube::DenseRoute::Allowed; break;
+      case MAGICUBE_DENSE_FORCED: opts.dense = magicube::DenseRoute::Forced; break;
+      default:
+        invalid("options.dense: " + std::to_string(o->dense) + " (allowed: 0 never, 1 allowed, 2 forced)");
+    }
+  }
   return opts;
 }
 
@@ -618,8 +716,13 @@ int magicube_plan_describe(const char *spec, char *buf, size_t cap, size_t *need
   });
 }
 
-int magicube_op_create(const char *spec, const magicube_matrix *matrix, int64_t n_or_k,
-                       const magicube_op_options *options, magicube_op **out) {
+}  // extern "C"
+
+namespace {
+
+template <class Options>
+int create_op(const char *spec, const magicube_matrix *matrix, int64_t n_or_k, const Options *options,
+              magicube_op **out) {
   return guarded([&] {
     require(out, "out");
     *out = nullptr;
@@ -653,6 +756,20 @@ int magicube_op_create(const char *spec, const magicube_matrix *matrix, int64_t 
   });
 }
 
+}  // namespace
+
+extern "C" {
+
+int magicube_op_create(const char *spec, const magicube_matrix *matrix, int64_t n_or_k,
+                       const magicube_op_options *options, magicube_op **out) {
+  return create_op(spec, matrix, n_or_k, options, out);
+}
+
+int magicube_op_create_ex(const char *spec, const magicube_matrix *matrix, int64_t n_or_k,
+                          const magicube_op_options_ex *options, magicube_op **out) {
+  return create_op(spec, matrix, n_or_k, options, out);
+}
+
 void magicube_op_destroy(magicube_op *op) { delete op; }
 
 int magicube_op_text(const magicube_op *op, int kind, char *buf, size_t cap, size_t *needed) {
@@ -663,8 +780,9 @@ int magicube_op_text(const magicube_op *op, int kind, char *buf, size_t cap, siz
       case MAGICUBE_TEXT_SPEC: return write_text(magicube::to_string(op->spec()), buf, cap, needed);
       case MAGICUBE_TEXT_KERNEL: return write_text(op->plan().kernel_name(), buf, cap, needed);
       case MAGICUBE_TEXT_CHOSEN_BY: return write_text(op->chosen_by(), buf, cap, needed);
+      case MAGICUBE_TEXT_ROUTE_WHY: return write_text(op->spmm ? op->spmm->route_why() : "", buf, cap, needed);
     }
-    invalid("kind: " + std::to_string(kind) + " (allowed: 0 plan, 1 spec, 2 kernel, 3 chosen by)");
+    invalid("kind: " + std::to_string(kind) + " (allowed: 0 plan, 1 spec, 2 kernel, 3 chosen by, 4 route why)");
   });
 }
 
@@ -688,8 +806,9 @@ int magicube_op_query(const magicube_op *op, int kind, int64_t *value) {
       case MAGICUBE_QUERY_DEVICE: *value = op->device; return;
       case MAGICUBE_QUERY_SCALE: *value = int64_t(s.scale); return;
       case MAGICUBE_QUERY_BIAS: *value = int64_t(s.bias); return;
+      case MAGICUBE_QUERY_ROUTE: *value = op->dense() ? 1 : 0; return;
     }
-    invalid("kind: " + std::to_string(kind) + " is not a query (allowed: 0..10)");
+    invalid("kind: " + std::to_string(kind) + " is not a query (allowed: 0..11)");
   });
 }
 
@@ -712,14 +831,21 @@ int magicube_pack(const magicube_op *op, const magicube_matrix *matrix, magicube
     magicube_packed_header &h = packed->header;
     std::memset(&h, 0, sizeof h);
     h.magic = MAGICUBE_PACKED_MAGIC;
-    h.format_version = 1;
+    h.format_version = MAGICUBE_PACKED_FORMAT_VERSION;
     h.plan_fingerprint = fingerprint_of(p);
     h.rows = a.rows, h.cols = a.cols, h.v = a.v;
     BlobBuilder blob;
     const magicube::SrBcrs *layout = nullptr;
     magicube::HostLhs hl;
     magicube::HostMask hm;
-    if (op->spmm) {
+    if (op->dense()) {  // the dense copy only: the sparse arrays are never read
+      h.op = 0;
+      h.route = 1;
+      hl = op->spmm->pack_lhs(a);
+      layout = &hl.layout;
+      h.dense_offset = blob.add(hl.dense);
+      h.dense_bytes = int64_t(hl.dense.size());
+    } else if (op->spmm) {
       h.op = 0;
       hl = op->spmm->pack_lhs(a);
       layout = &hl.layout;

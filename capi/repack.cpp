@@ -101,6 +101,19 @@ RepackGeometry sddmm_rhs_geometry(const Plan &plan, int64_t k, int64_t n, bool c
   return g;
 }
 
+RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major) {
+  // Plane row r is B's column r; element t of it is B[t, r].
+  RepackGeometry g;
+  g.src_rows = n;
+  g.src_cols = k;
+  g.s_r = col_major ? k : 1;
+  g.s_t = col_major ? 1 : n;
+  g.rows = n;
+  g.pitch = g.cols = k;
+  g.chunks = {PlaneChunk{0, 8, 1, 8}};  // the value's low byte, as a signed int8
+  return g;
+}
+
 std::vector<std::vector<uint8_t>> repack_cpu(const std::vector<int64_t> &src, const RepackGeometry &g) {
   std::vector<std::vector<uint8_t>> planes;
   for (size_t j = 0; j < g.chunks.size(); ++j) planes.emplace_back(size_t(g.plane_bytes(j)), 0);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <optional>
 #include <map>
 #include <mutex>
@@ -12,6 +13,8 @@
 #include "runtime/memory_budget.h"
 
 #include "runtime/autotune.h"
+#include "runtime/dense_gemm.h"
+#include "runtime/dense_route.h"
 #include "runtime/dispatch.h"
 
 namespace magicube {
@@ -118,6 +121,8 @@ namespace {
 struct OpState {
   Plan plan;
   std::string chosen_by;
+  Route route = Route::Sparse;
+  std::string route_why;
   SpmmOptions options;
   std::mutex mu;
   std::shared_ptr<const Kernel> kernel;
@@ -132,6 +137,13 @@ Dispatched plan_op(const OpSpec &spec, const MatrixSignature *sig, const SpmmOpt
   if (spec.op != want)
     throw Error(Error::Kind::Invalid, std::string("op: ") + cls + " needs an " + op_name(want) + " spec, got '" +
                                           op_name(spec.op) + "' (" + to_string(spec) + ")");
+  DenseRoute dense = options.dense;
+  if (want != OpKind::SpMM) {
+    if (dense == DenseRoute::Forced)
+      throw Error(Error::Kind::Invalid, std::string("dense: the dense route runs SpMM only (") + cls + " of " +
+                                            to_string(spec) + ")");
+    dense = DenseRoute::Never;
+  }
   DeviceFacts dev = DeviceFacts::reference_for(spec.arch);
   if (no_gpu_reason().empty()) {
     try {
@@ -140,13 +152,15 @@ Dispatched plan_op(const OpSpec &spec, const MatrixSignature *sig, const SpmmOpt
       // planning needs no GPU: the reference device's facts
     }
   }
-  return take(dispatch(spec, sig, dev, options.candidate), Error::Kind::Invalid);
+  return take(dispatch(spec, sig, dev, options.candidate, nullptr, dense), Error::Kind::Invalid);
 }
 
 // The op's plan and where it came from.
 void adopt(OpState &st, Dispatched d, const SpmmOptions &options) {
   st.plan = std::move(d.plan);
   st.chosen_by = d.chosen_by();
+  st.route = d.route;
+  st.route_why = std::move(d.route_why);
   st.options = options;
 }
 
@@ -232,7 +246,70 @@ int device_arch(int device) {
 
 // ---- Spmm --------------------------------------------------------------------------------
 
-struct Spmm::State : OpState {};
+namespace {
+
+struct DenseState {
+  int64_t m = 0, k = 0, n = 0;  // the constructor's matrix and N (0: none given)
+  // The dense route's cuBLASLt plans by GEMM shape (rows and columns of the row-major result,
+  // K): C (m x n) and C^T (n x m, the operands swapped). Created by load() (timed) or on first
+  // use (the heuristic's first algorithm); never removed.
+  std::mutex dense_mu;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const DenseGemm>> gemms;
+  bool dense_loaded = false;
+  DeviceBuffer own_workspace;  // for runs that pass none (allocated by the first)
+};
+
+constexpr uint64_t kDenseAlign = 256;  // cuBLASLt's heuristic assumes 256-byte aligned operands
+
+std::string dense_k_refusal(int64_t k) {
+  if (k >= 4 && k % 4 == 0) return "";
+  return "K=" + std::to_string(k) + " is not a positive multiple of 4 (cuBLASLt's int8 kernels need it)";
+}
+
+// The dense GEMM plan for a row-major result of rows x cols (reduction k), created now with
+// the heuristic's first algorithm where load() did not time one. Call with st.dense_mu held.
+std::shared_ptr<const DenseGemm> dense_gemm_locked(DenseState &st, int64_t rows, int64_t cols, int64_t k) {
+  auto key = std::make_tuple(rows, cols, k);
+  if (auto it = st.gemms.find(key); it != st.gemms.end()) return it->second;
+  std::unique_ptr<DenseGemm> g = take(DenseGemm::create(rows, cols, k), Error::Kind::Invalid);
+  return st.gemms.emplace(key, std::shared_ptr<const DenseGemm>(std::move(g))).first->second;
+}
+
+// load() of a dense op: the plans of the constructor's shape, C and C^T, each timed once on
+// scratch buffers (the operands' values do not matter to the timing).
+void load_dense(const OpState &op, DenseState &st) {
+  const Context &ctx = primary_context(op.options.device);
+  std::lock_guard<std::mutex> lock(st.dense_mu);
+  if (st.dense_loaded || st.m == 0) return;
+  const int64_t m = st.m, n = st.n, k = st.k;
+  auto alloc = [](size_t bytes, uint8_t fill) {
+    DeviceBuffer b = take(DeviceBuffer::allocate(std::max<size_t>(bytes, 1)), Error::Kind::Cuda);
+    check(b.memset(fill), Error::Kind::Cuda);
+    return b;
+  };
+  DeviceBuffer a = alloc(size_t(m * k), 0x35), bt = alloc(size_t(n * k), 0x4b), c = alloc(size_t(m * n) * 4, 0);
+  DeviceBuffer ws = alloc(DenseGemm::kDefaultWorkspace, 0);
+  for (bool transposed : {false, true}) {
+    const int64_t rows = transposed ? n : m, cols = transposed ? m : n;
+    auto key = std::make_tuple(rows, cols, k);
+    if (st.gemms.count(key)) continue;  // m == n: one plan serves both
+    std::unique_ptr<DenseGemm> g = take(DenseGemm::create(rows, cols, k), Error::Kind::Invalid);
+    check(g->select(ctx, transposed ? bt.ptr() : a.ptr(), transposed ? a.ptr() : bt.ptr(), c.ptr(), ws.ptr()),
+          Error::Kind::Cuda);
+    st.gemms.emplace(key, std::shared_ptr<const DenseGemm>(std::move(g)));
+  }
+  st.dense_loaded = true;
+}
+
+[[noreturn]] void wrong_route(const OpSpec &spec, Route packed_for, Route runs, const char *what) {
+  throw Error(Error::Kind::Invalid, std::string(what) + ": packed for the " + route_name(packed_for) +
+                                        " route, but this op (" + to_string(spec) + ") runs the " + route_name(runs) +
+                                        " route: pack it with this op");
+}
+
+}  // namespace
+
+struct Spmm::State : OpState, DenseState {};
 
 Spmm::Spmm(const OpSpec &spec, SpmmOptions options) : state_(std::make_shared<State>()) {
   adopt(*state_, plan_op(spec, nullptr, options, OpKind::SpMM, "Spmm"), options);
@@ -243,9 +320,16 @@ Spmm::Spmm(const OpSpec &spec, const VectorSparse &a, int64_t n, SpmmOptions opt
   if (n < 1) throw Error(Error::Kind::Invalid, "n: " + std::to_string(n) + " columns of B (allowed: >= 1)");
   const MatrixSignature sig = spmm_signature(a, n);
   adopt(*state_, plan_op(spec, &sig, options, OpKind::SpMM, "Spmm"), options);
+  if (state_->route == Route::Dense) {
+    if (std::string why = dense_k_refusal(a.cols); !why.empty())
+      throw Error(Error::Kind::Invalid, "dense: the dense route cannot run " + to_string(spec) + ": " + why);
+    state_->m = a.rows, state_->k = a.cols, state_->n = n;
+  }
 }
 
 const std::string &Spmm::chosen_by() const { return state_->chosen_by; }
+Route Spmm::route() const { return state_->route; }
+const std::string &Spmm::route_why() const { return state_->route_why; }
 
 const OpSpec &Spmm::spec() const { return state_->plan.spec; }
 const Plan &Spmm::plan() const { return state_->plan; }
@@ -253,6 +337,7 @@ const SpmmOptions &Spmm::options() const { return state_->options; }
 std::string Spmm::kernel_name() const { return state_->plan.kernel_name(); }
 int64_t Spmm::max_reduction_length() const { return reduction_bound(state_->plan); }
 size_t Spmm::output_element_bytes() const { return stored_bytes(state_->plan.spec.out); }
+size_t Spmm::workspace_bytes() const { return state_->route == Route::Dense ? DenseGemm::kDefaultWorkspace : 0; }
 
 HostLhs Spmm::pack_lhs(const VectorSparse &a) const try {
   const Plan &p = state_->plan;
@@ -262,6 +347,14 @@ HostLhs Spmm::pack_lhs(const VectorSparse &a) const try {
   check(check_reduction_length(p, a.max_block_length()), Error::Kind::Invalid);
   HostLhs h;
   h.layout = take(build_srbcrs(a, p), Error::Kind::Invalid);
+  if (state_->route == Route::Dense) {
+    if (std::string why = dense_k_refusal(a.cols); !why.empty())
+      throw Error(Error::Kind::Invalid, "lhs A: the dense route cannot run it: " + why);
+    check(check_range(h.layout, p.spec.lhs, "lhs A"), Error::Kind::Invalid);
+    check(check_host_alloc("lhs A: its dense copy (M x K int8)", a.rows, a.cols), Error::Kind::Invalid);
+    h.dense = dense_lhs_int8(a);
+    return h;
+  }
   h.packed = take(magicube::pack_lhs(h.layout, p), Error::Kind::Invalid);
   return h;
 }
@@ -270,6 +363,13 @@ MAGICUBE_CATCH_ALLOC("Spmm::pack_lhs")
 PackedRhs Spmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const try {
   if (k < 0 || n < 0)
     throw Error(Error::Kind::Invalid, "rhs B: shape " + std::to_string(k) + " x " + std::to_string(n) + " is negative");
+  if (state_->route == Route::Dense) {
+    check(check_range_dense(b, k, n, false, state_->plan.spec.rhs, "rhs B"), Error::Kind::Invalid);
+    PackedRhs r;
+    r.k = k, r.n = n;
+    r.dense_t = dense_rhs_t_int8(b, k, n);
+    return r;
+  }
   return take(magicube::pack_rhs(b, k, n, state_->plan), Error::Kind::Invalid);
 }
 MAGICUBE_CATCH_ALLOC("Spmm::pack_rhs")
@@ -279,13 +379,36 @@ void Spmm::check_epilogue(const EpilogueArgs &epilogue, int64_t m, int64_t n) co
 }
 
 DeviceLhs Spmm::upload(const HostLhs &a) const {
+  const bool dense = state_->route == Route::Dense;
+  const bool nonempty = a.layout.rows > 0 && a.layout.cols > 0;
+  if (dense && a.dense.empty() && nonempty) wrong_route(spec(), Route::Sparse, Route::Dense, "lhs A");
+  if (!dense && !a.dense.empty()) wrong_route(spec(), Route::Dense, Route::Sparse, "lhs A");
   primary_context(state_->options.device);
-  return take(magicube::upload(a.packed, a.layout), Error::Kind::Cuda);
+  if (!dense) return take(magicube::upload(a.packed, a.layout), Error::Kind::Cuda);
+  if (int64_t(a.dense.size()) != a.layout.rows * a.layout.cols)
+    throw Error(Error::Kind::Invalid, "lhs A: its dense copy has " + std::to_string(a.dense.size()) +
+                                          " values, expected " + std::to_string(a.layout.rows) + " x " +
+                                          std::to_string(a.layout.cols));
+  DeviceLhs d;
+  d.dense = take(DeviceBuffer::from(a.dense), Error::Kind::Cuda);
+  d.rows = a.layout.rows;
+  d.cols = a.layout.cols;
+  d.num_blocks = a.layout.num_blocks();
+  d.max_block_length = a.layout.max_block_length;
+  return d;
 }
 
 DeviceRhs Spmm::upload(const PackedRhs &b) const {
+  const bool dense = state_->route == Route::Dense;
+  if (dense && b.dense_t.empty() && b.k > 0 && b.n > 0) wrong_route(spec(), Route::Sparse, Route::Dense, "rhs B");
+  if (!dense && !b.dense_t.empty()) wrong_route(spec(), Route::Dense, Route::Sparse, "rhs B");
   primary_context(state_->options.device);
-  return take(magicube::upload(b), Error::Kind::Cuda);
+  if (!dense) return take(magicube::upload(b), Error::Kind::Cuda);
+  DeviceRhs d;
+  d.dense_t = take(DeviceBuffer::from(b.dense_t), Error::Kind::Cuda);
+  d.k = b.k;
+  d.n = b.n;
+  return d;
 }
 
 DeviceEpilogue Spmm::upload(const EpilogueArgs &epilogue) const { return upload_epilogue(*state_, epilogue); }
@@ -302,19 +425,93 @@ DeviceBuffer Spmm::allocate_output(int64_t m, int64_t n) const {
   return take(DeviceBuffer::allocate(std::max<size_t>(1, size_t(*bytes))), Error::Kind::Cuda);
 }
 
-void Spmm::load() const { loaded_kernel(*state_); }
+void Spmm::load() const {
+  if (state_->route == Route::Dense) return load_dense(*state_, *state_);
+  loaded_kernel(*state_);
+}
+
+namespace {
+// The dense route's operands of one run, checked: packed for it, shapes agreeing.
+void check_dense_operands(const Spmm &op, const DeviceLhs &a, const DeviceRhs &b) {
+  if (!a.planes.empty() || (a.dense.bytes() == 0 && a.rows > 0 && a.cols > 0))
+    wrong_route(op.spec(), Route::Sparse, Route::Dense, "lhs A");
+  if (!b.planes.empty() || (b.dense_t.bytes() == 0 && b.k > 0 && b.n > 0))
+    wrong_route(op.spec(), Route::Sparse, Route::Dense, "rhs B");
+  if (b.k != a.cols)
+    throw Error(Error::Kind::Invalid, "rhs B: has K=" + std::to_string(b.k) + " rows but A is " +
+                                          std::to_string(a.rows) + " x " + std::to_string(a.cols));
+  if (a.dense.bytes() < size_t(a.rows * a.cols) || b.dense_t.bytes() < size_t(b.n * b.k))
+    throw Error(Error::Kind::Invalid, "dense route: the operands' buffers are smaller than their shapes");
+  if (a.max_block_length > op.max_reduction_length())
+    throw Error(Error::Kind::Invalid, "lhs A: a row-block of " + std::to_string(a.max_block_length) +
+                                          " vectors is longer than the int32 output stays exact for (" +
+                                          std::to_string(op.max_reduction_length()) + ")");
+}
+}  // namespace
 
 void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
                const DeviceEpilogue *epilogue) const {
   check_device_epilogue(state_->plan.spec, epilogue);
+  if (state_->route == Route::Dense) {
+    check_dense_operands(*this, a, b);
+    if (a.rows == 0 || b.n == 0) return;
+    CUdeviceptr ws = 0;
+    {
+      primary_context(state_->options.device);
+      std::lock_guard<std::mutex> lock(state_->dense_mu);
+      if (state_->own_workspace.bytes() == 0)
+        state_->own_workspace = take(DeviceBuffer::allocate(DenseGemm::kDefaultWorkspace), Error::Kind::Cuda);
+      ws = state_->own_workspace.ptr();
+    }
+    return run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, ws, DenseGemm::kDefaultWorkspace,
+                     stream);
+  }
+  if (a.dense.bytes() > 0) wrong_route(spec(), Route::Dense, Route::Sparse, "lhs A");
+  if (b.dense_t.bytes() > 0) wrong_route(spec(), Route::Dense, Route::Sparse, "rhs B");
   auto k = loaded_kernel(*state_);
   check(k->launch(a, b, c, stream, epilogue), Error::Kind::Invalid);  // a DriverError still becomes Kind::Cuda
+}
+
+void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream, CUdeviceptr workspace,
+               size_t workspace_bytes) const {
+  if (state_->route != Route::Dense) return run(a, b, c, stream, static_cast<const DeviceEpilogue *>(nullptr));
+  check_dense_operands(*this, a, b);
+  if (a.rows == 0 || b.n == 0) return;
+  run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, workspace, workspace_bytes, stream);
+}
+
+void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t m, int64_t k, int64_t n,
+                     bool c_transposed, CUdeviceptr workspace, size_t workspace_bytes, CUstream stream) const {
+  State &st = *state_;
+  if (st.route != Route::Dense)
+    throw Error(Error::Kind::Invalid, "run_dense: this op (" + to_string(spec()) + ") runs the sparse route (" +
+                                          (st.route_why.empty() ? std::string("options.dense is Never") : st.route_why) +
+                                          ")");
+  if (m < 0 || n < 0) throw Error(Error::Kind::Invalid, "run_dense: M=" + std::to_string(m) + " N=" + std::to_string(n));
+  if (std::string why = dense_k_refusal(k); !why.empty()) throw Error(Error::Kind::Invalid, "run_dense: " + why);
+  if (m == 0 || n == 0) return;
+  for (auto [p, name] : {std::pair{a_dense, "A"}, {bt, "Bt"}, {c, "C"}, {workspace, "workspace"}})
+    if (p == 0 || p % kDenseAlign != 0)
+      throw Error(Error::Kind::Invalid, std::string("run_dense: ") + name + " is " + (p ? "not 256-byte aligned" : "null") +
+                                            " (cuBLASLt's algorithms assume 256-byte aligned operands)");
+  if (workspace_bytes < DenseGemm::kDefaultWorkspace)
+    throw Error(Error::Kind::Invalid, "workspace: " + std::to_string(workspace_bytes) + " bytes given, " +
+                                          std::to_string(DenseGemm::kDefaultWorkspace) + " needed (workspace_bytes())");
+  load_dense(st, st);  // once: the plans of the constructor's shape, timed (as load() does)
+  std::shared_ptr<const DenseGemm> g;
+  {
+    std::lock_guard<std::mutex> lock(st.dense_mu);
+    g = c_transposed ? dense_gemm_locked(st, n, m, k) : dense_gemm_locked(st, m, n, k);
+  }
+  // C^T (n x m) = Bt (n x k) x A^T: the same GEMM with the operands swapped.
+  check(c_transposed ? g->run(bt, a_dense, c, workspace, stream) : g->run(a_dense, bt, c, workspace, stream),
+        Error::Kind::Invalid);
 }
 
 void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
                const EpilogueArgs &epilogue) const {
   check_epilogue(epilogue, a.rows, b.n);
-  if (!is_float(spec().out)) return run(a, b, c, stream, nullptr);
+  if (!is_float(spec().out)) return run(a, b, c, stream, static_cast<const DeviceEpilogue *>(nullptr));
   DeviceEpilogue de = upload(epilogue);
   run(a, b, c, stream, &de);
   wait_for(stream);
@@ -338,8 +535,8 @@ std::vector<int64_t> Spmm::multiply(const VectorSparse &a, const std::vector<int
 MAGICUBE_CATCH_ALLOC("Spmm::multiply")
 
 std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
-                               const EpilogueArgs &epilogue) {
-  return Spmm(spec, a, n).multiply(a, b, n, epilogue);
+                               const EpilogueArgs &epilogue, const SpmmOptions &options) {
+  return Spmm(spec, a, n, options).multiply(a, b, n, epilogue);
 }
 
 // ---- Sddmm -------------------------------------------------------------------------------

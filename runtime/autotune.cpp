@@ -1,4 +1,6 @@
 #include "runtime/autotune.h"
+#include "runtime/dense_gemm.h"
+#include "runtime/dense_route.h"
 #include "runtime/dispatch.h"
 #include "runtime/pipeline.h"
 #include "runtime/timing.h"
@@ -357,6 +359,7 @@ llvm::Expected<Candidate> candidate_from_json(const llvm::json::Object &o, llvm:
 llvm::json::Value to_json(const TuneRecord &r) {
   llvm::json::Object choice = candidate_json(r.choice.candidate);
   choice["median_ms"] = r.choice.median_ms;
+  if (r.choice.dense_ms > 0) choice["dense_ms"] = r.choice.dense_ms;
   llvm::json::Array cands;
   for (const CandidateTiming &t : r.timings) {
     llvm::json::Object o = candidate_json(t.candidate);
@@ -420,6 +423,12 @@ llvm::Expected<TuneRecord> tune_record_from_json(const llvm::json::Value &v) {
   auto ms = num_field(**co, "median_ms", "choice");
   if (!ms) return ms.takeError();
   r.choice.median_ms = *ms;
+  if ((*co)->get("dense_ms")) {  // optional: records of ops the dense route cannot run lack it
+    auto dms = num_field(**co, "dense_ms", "choice");
+    if (!dms) return dms.takeError();
+    if (!(*dms > 0)) return err("tuning record: choice.dense_ms must be > 0");
+    r.choice.dense_ms = *dms;
+  }
   const llvm::json::Array *arr = root.getArray("candidates");
   if (!arr) return err("tuning record: missing array field 'candidates'");
   for (size_t i = 0; i < arr->size(); ++i) {
@@ -670,6 +679,8 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
   std::vector<std::string> compile_errors = precompile(ctx, *cands, opts.compile_threads);
   progress("compile", cands->size(), nullptr);
 
+  TimingOptions timing{opts.warmup, opts.repeat, opts.filler_bytes};
+  if (opts.flush_l2) timing.flush_bytes = l2_flush_bytes(ctx);
   // Times one candidate through the library's pipeline; the error (or mismatch) is the reason
   // it is skipped.
   auto time_one = [&](const Enumerated &c, CandidateTiming &t) -> llvm::Error {
@@ -690,8 +701,7 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
                                v->first ? v->first->at : 0, v->first ? v->first->row : 0, v->first ? v->first->col : 0,
                                v->first ? v->first->got : 0, v->first ? v->first->want : 0, v->differ, v->checked));
     }
-    auto timed = time_launches(ctx, [&] { return work.launch(**k); },
-                               TimingOptions{opts.warmup, opts.repeat, opts.filler_bytes});
+    auto timed = time_launches(ctx, [&] { return work.launch(**k); }, timing);
     if (!timed) return timed.takeError();
     t.median_ms = timed->median_ms;
     t.min_ms = timed->min_ms;
@@ -726,6 +736,27 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
   }
   result.choice.candidate = result.timings[best].candidate;
   result.choice.median_ms = result.timings[best].median_ms;
+  // The dense route, timed the same way, where it can compute the op.
+  if (opts.dense && base.op == OpKind::SpMM && dense_route_refusal(base).empty() && sig.k % 4 == 0 &&
+      dense_library_unavailable().empty()) {
+    progress("dense", cands->size(), nullptr);
+    auto dense = [&]() -> llvm::Expected<double> {
+      if (auto e = work.prepare_dense(ctx)) return std::move(e);
+      if (opts.verify) {
+        if (auto e = work.poison()) return std::move(e);
+        if (auto e = work.launch_dense()) return std::move(e);
+        if (auto e = ctx.synchronize()) return std::move(e);
+        auto v = work.verify();
+        if (!v) return v.takeError();
+        if (!v->exact()) return err("the dense route is not exact");
+      }
+      auto t = time_launches(ctx, [&] { return work.launch_dense(); }, timing);
+      if (!t) return t.takeError();
+      return t->median_ms;
+    }();
+    if (dense) result.choice.dense_ms = *dense;
+    else log().warn("tune {}: the dense route could not be timed: {}", to_string(base), llvm::toString(dense.takeError()));
+  }
 
   auto store = opts.store_dir.empty() ? TuneStore::open_default() : llvm::Expected<TuneStore>(TuneStore::open(opts.store_dir));
   if (!store) {

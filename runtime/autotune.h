@@ -106,6 +106,11 @@ struct TuneOptions {
   // A device memset enqueued ahead of each candidate's timed launches keeps the GPU busy
   // while the host enqueues them, so host launch latency is not timed (0: none).
   size_t filler_bytes = size_t(256) << 20;
+  // SpMM: also time the dense route (when it can compute the op), so that the record says
+  // which route is faster for this matrix.
+  bool dense = true;
+  // Flush the L2 before each timed launch (a model layer's weight comes from HBM).
+  bool flush_l2 = false;
   // SDDMM: the mask's SR-BCRS stride and the output layout.
   int sddmm_stride = 32;
   SparseLayout sddmm_layout = SparseLayout::Bcrs;
@@ -160,6 +165,9 @@ struct CandidateTiming {
 struct Choice {
   Candidate candidate;   // candidate.spec + candidate.plan reproduce the kernel
   double median_ms = 0;
+  // SpMM: the dense route (runtime/dense_route.h) timed the same way, when it could run
+  // (0: not timed); the dispatch takes it where the caller allows it and it was faster.
+  double dense_ms = 0;
   const OpSpec &spec() const { return candidate.spec; }
   int plan_index() const { return candidate.plan; }
 };

@@ -232,6 +232,7 @@ llvm::Expected<Context> Context::create(int ordinal) {
       {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &c.sm_count_, "MULTIPROCESSOR_COUNT"},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &c.max_shared_optin_,
        "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"},
+      {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &c.l2_bytes_, "L2_CACHE_SIZE"},
   };
   for (auto &a : attributes)
     if (auto e = CU_CTX(llvm::Twine("attribute ") + a.what, cuDeviceGetAttribute, a.out, a.attribute, c.device_))
@@ -248,6 +249,7 @@ Context::Context(Context &&o) noexcept
       cc_minor_(o.cc_minor_),
       sm_count_(o.sm_count_),
       max_shared_optin_(o.max_shared_optin_),
+      l2_bytes_(o.l2_bytes_),
       total_memory_(o.total_memory_),
       name_(std::move(o.name_)) {}
 
@@ -261,6 +263,7 @@ Context &Context::operator=(Context &&o) noexcept {
     cc_minor_ = o.cc_minor_;
     sm_count_ = o.sm_count_;
     max_shared_optin_ = o.max_shared_optin_;
+    l2_bytes_ = o.l2_bytes_;
     total_memory_ = o.total_memory_;
     name_ = std::move(o.name_);
   }

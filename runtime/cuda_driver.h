@@ -102,6 +102,7 @@ class Context {
   const std::string &name() const { return name_; }
   int sm_count() const { return sm_count_; }
   int max_shared_per_block_optin() const { return max_shared_optin_; }  // bytes
+  int l2_bytes() const { return l2_bytes_; }                              // bytes
   size_t total_memory() const { return total_memory_; }                  // bytes (cuDeviceTotalMem)
 
   llvm::Error make_current() const;  // for use on another thread
@@ -113,7 +114,7 @@ class Context {
   CUcontext ctx_ = nullptr;
   CUdevice device_ = 0;
   int ordinal_ = -1;
-  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 0;
+  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0, max_shared_optin_ = 0, l2_bytes_ = 0;
   size_t total_memory_ = 0;
   std::string name_;
 };

@@ -1,9 +1,12 @@
 #include "runtime/dispatch.h"
 
+#include <fmt/format.h>
+
 #include "support/log.h"
 #include "compiler/planner.h"
 #include "runtime/autotune.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/dense_gemm.h"
 
 namespace magicube {
 
@@ -37,8 +40,54 @@ std::string Dispatched::chosen_by() const {
 
 DeviceFacts device_facts(const Context &ctx) { return DeviceFacts{ctx.name(), ctx.sm_count(), false}; }
 
+namespace {
+
+llvm::Expected<Dispatched> dispatch_kernel(const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev,
+                                           int candidate, const TuneStore *store);
+
+// The route of `d` for an SpMM whose caller asked `dense`.
+llvm::Error choose_route(Dispatched &d, const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev,
+                         int candidate, DenseRoute dense) {
+  if (dense == DenseRoute::Never || base.op != OpKind::SpMM) return llvm::Error::success();
+  if (dense == DenseRoute::Forced) {
+    if (std::string why = dense_route_refusal(d.plan.spec); !why.empty())
+      return err("route: the dense route cannot run " + to_string(base) + ": " + why);
+    if (std::string why = dense_library_unavailable(); !why.empty()) return err("route: dense route unavailable: " + why);
+    d.route = Route::Dense;
+    d.route_why = "asked for";
+    return llvm::Error::success();
+  }
+  if (!sig) d.route_why = "no matrix given";
+  else if (base.pinned || candidate >= 0) d.route_why = "kernel knobs pinned";
+  else if (d.source == ChoiceSource::TunedRecord && d.tuned_dense_ms > 0) {  // timed on this GPU: no model needed
+    d.route = d.tuned_dense_ms < d.tuned_ms ? Route::Dense : Route::Sparse;
+    d.route_why = fmt::format("tuned: sparse {:.4f} ms, dense {:.4f} ms", d.tuned_ms, d.tuned_dense_ms);
+    if (d.route == Route::Dense)
+      if (std::string why = dense_library_unavailable(); !why.empty())
+        d.route = Route::Sparse, d.route_why += ", but the dense route is unavailable: " + why;
+  } else {
+    RouteChoice r = route_policy(d.plan, *sig, dev);
+    d.route = r.route;
+    d.route_why = std::move(r.why);
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace
+
 llvm::Expected<Dispatched> dispatch(const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev,
-                                    int candidate, const TuneStore *store) {
+                                    int candidate, const TuneStore *store, DenseRoute dense) {
+  auto d = dispatch_kernel(base, sig, dev, candidate, store);
+  if (!d) return d.takeError();
+  if (auto e = choose_route(*d, base, sig, dev, candidate, dense)) return e;
+  return d;
+}
+
+namespace {
+
+// The sparse kernel: flags, a tuning record or the policy.
+llvm::Expected<Dispatched> dispatch_kernel(const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev,
+                                           int candidate, const TuneStore *store) {
   if (auto e = validate(base)) return e;
   Dispatched d;
   std::string record_note;
@@ -60,6 +109,8 @@ llvm::Expected<Dispatched> dispatch(const OpSpec &base, const MatrixSignature *s
           if (bad.empty()) {
             d.plan = std::move(p);
             d.source = ChoiceSource::TunedRecord;
+            d.tuned_ms = c->median_ms;
+            d.tuned_dense_ms = c->dense_ms;
             d.record = store->record_path(make_tune_key(base, dev.name, *sig));
             return d;
           }
@@ -101,5 +152,7 @@ llvm::Expected<Dispatched> dispatch(const OpSpec &base, const MatrixSignature *s
   if (std::string bad = unfit(d.plan, sig); !bad.empty()) return err(bad);
   return d;
 }
+
+}  // namespace
 
 }  // namespace magicube

@@ -30,10 +30,12 @@ struct DeviceLhs {
   std::vector<DeviceBuffer> planes;
   int64_t rows = 0, cols = 0, num_blocks = 0, max_block_length = 0;
   int index_bits = 32;  // 16: a decode plan's column indices (PackedLhs::index_bits)
+  DeviceBuffer dense;  // the dense route's A (M x K int8, row-major) instead of the above buffers
 };
 struct DeviceRhs {
   std::vector<DeviceBuffer> planes;
   int64_t k = 0, n = 0, ldb = 0;
+  DeviceBuffer dense_t;  // the dense route's B as Bt (N x K int8, row-major) instead of the planes
 };
 llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout);
 llvm::Expected<DeviceRhs> upload(const PackedRhs &b);

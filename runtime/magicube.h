@@ -36,6 +36,21 @@
 //   std::vector<int64_t> s = magicube::sddmm_host(spec, mask, a, b, K, magicube::SparseLayout::Bcrs,
 //                                                 scales);  // f16 bit patterns, BCRS order
 //
+// The dense route (opt-in, SpMM with an int32 output and operands that fit int8): where a
+// dense int8 GEMM (cuBLASLt, dlopen'ed) is faster than the sparse kernel for the matrix, the
+// op runs as one. It keeps a dense int8 copy of A (M x K bytes) instead of the sparse one, so
+// the caller decides: SpmmOptions::dense = DenseRoute::Allowed lets the dispatch compare the
+// routes for the matrix given to the constructor; Forced takes the dense route or refuses,
+// naming why. route() and route_why() say what was chosen; the same calls run either route:
+//
+//   magicube::SpmmOptions o;
+//   o.dense = magicube::DenseRoute::Allowed;
+//   magicube::Spmm op(spec, a, N, o);            // op.route(): Route::Dense or Route::Sparse
+//   auto da = op.upload(op.pack_lhs(a));         // dense route: A densified (int8)
+//   auto db = op.upload(op.pack_rhs(b, K, N));   // dense route: B transposed (N x K int8)
+//   op.load();                                   // dense route: cuBLASLt's algorithm, timed once (synchronizes)
+//   op.run(da, db, c.ptr(), stream);             // asynchronous; cuBLASLt's workspace: the op's own
+//
 // GPU use: calls that touch the device (upload, allocate_output, load, run, multiply,
 // spmm_host, sddmm_host, device_arch) use the primary context of the op's device
 // (options.device, default 0), the same context the CUDA runtime uses: it is retained on
@@ -57,6 +72,8 @@
 #include "compiler/ir.h"
 #include "compiler/plan.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/dense_route.h"
+#include "runtime/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/packing.h"
 #include "runtime/srbcrs.h"
@@ -101,6 +118,12 @@ OpSpec parse_spec(const std::string &text);
 struct SpmmOptions {
   int candidate = -1;  // which plan of plan_candidates: -1 = the dispatch's choice, 0 = the best by the cost model
   int device = 0;     // CUDA device ordinal for the device-side calls
+  // Whether the SpMM may run as a dense int8 GEMM (see "The dense route" above): Never (the
+  // sparse kernel), Allowed (the dispatch's choice for the matrix given to the constructor;
+  // sparse without one, or with a pinned knob or candidate), Forced (dense, or Kind::Invalid
+  // naming why not: an output other than int32, an operand wider than int8, K not a multiple
+  // of 4, cuBLASLt unavailable). Sddmm refuses Forced and ignores Allowed.
+  DenseRoute dense = DenseRoute::Never;
 };
 using SddmmOptions = SpmmOptions;
 
@@ -117,7 +140,8 @@ double stored_value(OutType out, int64_t element);
 // planes the kernel reads.
 struct HostLhs {
   SrBcrs layout;
-  PackedLhs packed;
+  PackedLhs packed;          // the sparse route's planes (empty on the dense route)
+  std::vector<int8_t> dense;  // the dense route's A: M x K int8, row-major (empty on the sparse route)
 };
 
 // One SpMM op: C (M x N, row-major) = A (M x K, V x 1 vector-sparse) x B (K x N, row-major),
@@ -136,6 +160,14 @@ class Spmm {
   // Where the plan came from: "chosen by: flags" | "chosen by: tuned record <path>" |
   // "chosen by: policy (<why>)".
   const std::string &chosen_by() const;
+  // The route the op runs: Route::Sparse (the kernel of plan()) or Route::Dense (a cuBLASLt
+  // int8 GEMM; plan() is still the sparse plan, whose bounds hold). Sparse unless
+  // options.dense asked.
+  Route route() const;
+  // Why this route: "" when options.dense is Never; "asked for" (Forced); "faster here
+  // (sparse ~120.3 us, dense ~40.1 us)", "no matrix given", "kernel knobs pinned",
+  // "dense route not offered: <why>" (Allowed).
+  const std::string &route_why() const;
 
   const OpSpec &spec() const;
   const Plan &plan() const;
@@ -143,7 +175,7 @@ class Spmm {
   std::string kernel_name() const;
   // The longest row-block (reduction length) the output type stays exact for: max_exact_k
   // for int32, max_term_k for int64 and the float outputs. Longer rows are refused by
-  // pack_lhs and run.
+  // pack_lhs and run (on either route).
   int64_t max_reduction_length() const;
   size_t output_element_bytes() const;  // 4 (int32, f32), 8 (int64) or 2 (f16, bf16)
 
@@ -151,9 +183,11 @@ class Spmm {
   // Lays out and packs A; refuses a V other than the spec's, values outside the lhs type,
   // columns outside [0, K) or repeated within a row-block, a malformed block_ptr, and rows
   // longer than max_reduction_length(). Sizes too large for the host are Kind::Invalid too.
+  // Dense route: the layout and HostLhs::dense (A densified), no planes; refuses K not a
+  // multiple of 4.
   HostLhs pack_lhs(const VectorSparse &a) const;
   // Packs B (K x N, row-major); refuses a size other than k * n and values outside the rhs
-  // type.
+  // type. Dense route: PackedRhs::dense_t (B transposed, N x K int8), no planes.
   PackedRhs pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const;
   // Checks a float output's scales and bias for an M x N result: row_scale (M) and
   // col_scale (N) for a rowcol scale, bias of M (row) or N (col) values; refuses scales or
@@ -168,23 +202,46 @@ class Spmm {
   // Device memory for an M x N output of this op.
   DeviceBuffer allocate_output(int64_t m, int64_t n) const;
   // Generates, compiles (through the memory and disk kernel caches) and loads the kernel
-  // now; run() otherwise does it on first use.
+  // now; run() otherwise does it on first use. Dense route: creates the cuBLASLt plans for
+  // the constructor's matrix and N (C as M x N and as N x M) and picks each one's algorithm
+  // by timing the heuristic's best few once on scratch buffers with a cold L2 (this
+  // allocates and synchronizes, like kernel loading; the first run does it otherwise); a
+  // run with another shape (or on an op made without a matrix) creates its plan on first
+  // use with the heuristic's first algorithm (host work only: no device allocation, no
+  // synchronization).
   void load() const;
+  // Device workspace (bytes) a run of this op needs: cuBLASLt's on the dense route, 0 on the
+  // sparse route.
+  size_t workspace_bytes() const;
   // C = A x B on `stream` (nullptr: the default stream); asynchronous. `c` holds M x N
   // elements of output_element_bytes(). A float output takes its scales and bias from
   // `epilogue` (required when the spec has a rowcol scale or a bias; kept alive until the
-  // launch completes). Refused when the operands were packed for another plan or their
-  // shapes disagree.
+  // launch completes). Refused when the operands were packed for another plan or the other
+  // route, or their shapes disagree. Dense route: cuBLASLt's workspace is the op's own
+  // (workspace_bytes(), allocated by the first such run, once, and shared by every copy of
+  // the op): runs on several streams at once must pass their own (the overload below).
   void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream = nullptr,
            const DeviceEpilogue *epilogue = nullptr) const;
+  // The same with the caller's workspace (workspace_bytes() bytes, 256-byte aligned; unused
+  // on the sparse route): no allocation. An integer output only (no epilogue).
+  void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream, CUdeviceptr workspace,
+           size_t workspace_bytes) const;
+  // The dense route on device pointers (what the C ABI runs): C = A x B with A the dense
+  // int8 copy (m x k, row-major), B given as Bt (n x k int8, row-major) and C int32, m x n
+  // row-major, or n x m row-major (C^T) when c_transposed (cuBLASLt computes it with the
+  // operands swapped: no transpose). Every pointer 256-byte aligned (cuBLASLt's heuristic
+  // assumes it); workspace of workspace_bytes(). Asynchronous; Kind::Invalid on the sparse
+  // route.
+  void run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t m, int64_t k, int64_t n,
+                 bool c_transposed, CUdeviceptr workspace, size_t workspace_bytes, CUstream stream = nullptr) const;
   // The same with host-side scales and bias: uploads them, launches, and waits for `stream`
   // (so the uploaded copy outlives the launch); synchronous.
   void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
            const EpilogueArgs &epilogue) const;
 
-  // Host in, host out, on the device: pack, upload, run, wait, download. C (M x N,
-  // row-major) as int64: the integer values, or for a float output each element's bit
-  // pattern (f32: 32 bits, f16/bf16: 16 bits, zero-extended; stored_value() reads them).
+  // Host in, host out, on the device: pack, upload, run, wait, download (on either route).
+  // C (M x N, row-major) as int64: the integer values, or for a float output each element's
+  // bit pattern (f32: 32 bits, f16/bf16: 16 bits, zero-extended; stored_value() reads them).
   std::vector<int64_t> multiply(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
                                 const EpilogueArgs &epilogue = {}) const;
 
@@ -193,10 +250,11 @@ class Spmm {
   std::shared_ptr<State> state_;
 };
 
-// Spmm(spec).multiply(a, b, n, epilogue) on device 0: C = A x B (M x N, row-major), integer
-// values or float bit patterns as multiply() says.
+// Spmm(spec, a, n, options).multiply(a, b, n, epilogue) (device 0 by default): C = A x B
+// (M x N, row-major), integer values or float bit patterns as multiply() says; on the dense
+// route where options.dense asks for it.
 std::vector<int64_t> spmm_host(const OpSpec &spec, const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
-                               const EpilogueArgs &epilogue = {});
+                               const EpilogueArgs &epilogue = {}, const SpmmOptions &options = {});
 
 // The mask of an SDDMM laid out for one plan: the pattern (BCRS: row-block pointers and
 // columns) and its SR-BCRS layout (stride `stride`), which the kernel walks.

@@ -38,6 +38,7 @@ llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan);
 struct PackedRhs {
   int64_t k = 0, n = 0, ldb = 0;
   std::vector<Plane> planes;
+  std::vector<int8_t> dense_t;  // the dense route's Bt (N x K int8, row-major) instead of the planes
 };
 llvm::Expected<PackedRhs> pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n, const Plan &plan);
 

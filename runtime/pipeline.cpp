@@ -7,6 +7,8 @@
 #include <map>
 
 #include "compiler/planner.h"
+#include "runtime/dense_gemm.h"
+#include "runtime/dense_route.h"
 #include "runtime/packing.h"
 #include "runtime/reference.h"
 #include "runtime/srbcrs.h"
@@ -15,6 +17,8 @@
 namespace magicube {
 
 namespace {
+
+llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
 // The device copy of what `pack` packs for key `key`, packed and uploaded once per key.
 template <class Device, class Pack>
@@ -105,6 +109,29 @@ class SpmmPipeline : public Pipeline {
   llvm::Error launch(const Kernel &k, CUstream stream) override {
     return k.launch(*cur_a_, *cur_b_, out_.ptr(), stream, epi_ ? &*epi_ : nullptr);
   }
+  llvm::Error prepare_dense(const Context &ctx) override {
+    if (std::string why = dense_route_refusal(spec_); !why.empty()) return err("route: " + why);
+    if (!dense_) {
+      auto g = DenseGemm::create(a_.rows, n_, a_.cols);
+      if (!g) return g.takeError();
+      auto da = DeviceBuffer::from(dense_lhs_int8(a_));
+      if (!da) return da.takeError();
+      auto db = DeviceBuffer::from(dense_rhs_t_int8(b_, a_.cols, n_));
+      if (!db) return db.takeError();
+      auto ws = DeviceBuffer::allocate((*g)->workspace_bytes());
+      if (!ws) return ws.takeError();
+      if (auto e = allocate_output()) return e;
+      if (auto e = (*g)->select(ctx, da->ptr(), db->ptr(), out_.ptr(), ws->ptr())) return e;
+      dense_a_ = std::move(*da), dense_bt_ = std::move(*db), dense_ws_ = std::move(*ws);
+      dense_ = std::move(*g);
+    }
+    return allocate_output();
+  }
+  llvm::Error launch_dense(CUstream stream) override {
+    if (!dense_) return err("dense route: launch_dense before prepare_dense");
+    return dense_->run(dense_a_.ptr(), dense_bt_.ptr(), out_.ptr(), dense_ws_.ptr(), stream);
+  }
+  std::string dense_describe() const override { return dense_ ? dense_->describe() : ""; }
 
  protected:
   int64_t num_blocks() const override { return a_.num_blocks(); }
@@ -130,6 +157,8 @@ class SpmmPipeline : public Pipeline {
   std::map<std::string, DeviceRhs> rhs_;
   const DeviceLhs *cur_a_ = nullptr;
   const DeviceRhs *cur_b_ = nullptr;
+  std::unique_ptr<DenseGemm> dense_;
+  DeviceBuffer dense_a_, dense_bt_, dense_ws_;
 };
 
 class SddmmPipeline : public Pipeline {
@@ -213,6 +242,11 @@ std::unique_ptr<Pipeline> Pipeline::sddmm(const OpSpec &spec, const VectorSparse
                                           std::vector<int64_t> b, int64_t k, SparseLayout layout, int stride) {
   return std::make_unique<SddmmPipeline>(spec, mask, std::move(a), std::move(b), k, layout, stride);
 }
+
+llvm::Error Pipeline::prepare_dense(const Context &) {
+  return err("route: " + dense_route_refusal(spec_));
+}
+llvm::Error Pipeline::launch_dense(CUstream) { return err("dense route: launch_dense before prepare_dense"); }
 
 const std::vector<int64_t> &Pipeline::reference() {
   if (!ref_.empty() || num_blocks() == 0) return ref_;

@@ -1,6 +1,7 @@
 #include "runtime/policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 #include "compiler/arch.h"
 #include "compiler/planner.h"
 #include "runtime/autotune.h"
+#include "runtime/dense_gemm.h"
+#include "runtime/kernel.h"
 
 namespace magicube {
 
@@ -151,6 +154,64 @@ PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const D
     why += ", 2-deep ring (rows of 8 or fewer strides)";
   }
   return {s, why};
+}
+
+// The model's constants, measured on the H100 SXM (132 SMs) with the L2 flushed before each
+// launch (scripts/route_sweep.sh; bench/results/2026-11-25-h100/route_sweep_*.csv): what each
+// route achieves when its weight streams from HBM.
+namespace {
+constexpr double kRefSms = 132;
+// Dense int8 GEMM (cuBLASLt): 15-35 us at N <= 128 for 16.7-58.7 MB weights, 1,260-1,570 TOPS
+// at N >= 2048.
+constexpr double kDenseLaunchUs = 6.0, kDenseBytesPerUs = 2.2e6, kDenseTops = 1450;
+// Our kernels: the decode kernel streams its weight near the dense GEMM's rate; the others,
+// at small N, at 0.3-0.9 TB/s. At large N they run at a rate per V (s8 x s8, N = 2048-8192:
+// V=8 100-155 TOPS, V=4 58, V=2 31).
+constexpr double kSparseLaunchUs = 5.0, kDecodeBytesPerUs = 2.0e6, kOtherBytesPerUs = 0.45e6;
+constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
+// The sparse route is kept only when the model gives it this margin: near the crossover the
+// dense route, which is never slower than dense, is the safe side.
+constexpr double kSparseMargin = 1.1;
+
+// Whether the plan's kernel is built to stream its weight (the decode kernel).
+bool streams_weight(const Plan &plan) { return plan.launch.family == KernelFamily::SpmmDecode; }
+}  // namespace
+
+std::string RouteEstimate::str() const { return fmt::format("sparse ~{:.1f} us, dense ~{:.1f} us", sparse_us, dense_us); }
+
+RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev) {
+  const OpSpec &spec = plan.spec;
+  const double scale = dev.sm_count > 0 ? double(dev.sm_count) / kRefSms : 1.0;
+  const double m = double(sig.m), k = double(sig.k), n = double(sig.n);
+  RouteEstimate e;
+  // Dense: M x K int8 streamed once, B read, int32 C written; 2MNK at the GEMM's rate.
+  const double dense_bytes = m * k + k * n + 4 * m * n;
+  e.dense_us = std::max(kDenseLaunchUs + dense_bytes / (kDenseBytesPerUs * scale),
+                        kDenseLaunchUs + 2 * m * n * k / (kDenseTops * scale * 1e6));
+  // Sparse: values (V elements a vector) and 4-byte indices (the decode kernel's: 2 bytes)
+  // streamed, B read, C written; 2 * vectors * V * N at the V's rate.
+  const double vectors = double(sig.vectors), v = double(std::max(1, spec.v));
+  const double lhs_bytes = spec.lhs.bits <= 4 ? 0.5 : spec.lhs.bits <= 8 ? 1.0 : 2.0;  // per element
+  const double rhs_bytes = spec.rhs.bits <= 4 ? 0.5 : spec.rhs.bits <= 8 ? 1.0 : 2.0;
+  const double out_bytes = double(stored_bytes(spec.out));
+  const double index_bytes = streams_weight(plan) ? 2 : 4;
+  const double sparse_bytes = vectors * (v * lhs_bytes + index_bytes) + k * n * rhs_bytes + out_bytes * m * n;
+  const double stream = streams_weight(plan) ? kDecodeBytesPerUs : kOtherBytesPerUs;
+  const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
+  e.sparse_us = std::max(kSparseLaunchUs + sparse_bytes / (stream * scale),
+                         kSparseLaunchUs + 2 * vectors * v * n / (kSparseTops[vi] * scale * 1e6));
+  return e;
+}
+
+RouteChoice route_policy(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev) {
+  if (std::string why = dense_route_refusal(plan.spec); !why.empty()) return {Route::Sparse, "dense route not offered: " + why};
+  if (sig.k % 4 != 0)
+    return {Route::Sparse, fmt::format("dense route not offered: K={} is not a multiple of 4 (cuBLASLt's int8 kernels)", sig.k)};
+  const RouteEstimate e = estimate_routes(plan, sig, dev);
+  if (e.sparse_us * kSparseMargin <= e.dense_us) return {Route::Sparse, "faster here (" + e.str() + ")"};
+  if (std::string why = dense_library_unavailable(); !why.empty())
+    return {Route::Sparse, "dense would be faster (" + e.str() + ") but is unavailable: " + why};
+  return {Route::Dense, "faster here (" + e.str() + ")"};
 }
 
 }  // namespace magicube

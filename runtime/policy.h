@@ -25,6 +25,8 @@
 #include <string>
 
 #include "compiler/ir.h"
+#include "compiler/plan.h"
+#include "runtime/dense_route.h"
 
 namespace magicube {
 
@@ -46,5 +48,25 @@ struct PolicyChoice {
 // The knobs for `base` on a matrix with signature `sig` (null: no matrix known, the defaults
 // for the op) on `dev`. Pinned knobs stay as the base has them.
 PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const DeviceFacts &dev);
+
+// The time model the policy compares the routes with (microseconds on `dev`): each route is
+// bound by streaming its bytes (the sparse plan's weight values + indices, or the dense M x K
+// int8 copy; B; C) or by its arithmetic rate (the dense GEMM's, or the sparse kernel's per V),
+// whichever is slower. Constants measured on the H100 with the L2 flushed (policy.cpp); other
+// devices scale by SM count. `plan` is the sparse route's plan (its kernel family matters).
+struct RouteEstimate {
+  double sparse_us = 0, dense_us = 0;
+  std::string str() const;  // "sparse ~12.3 us, dense ~40.1 us"
+};
+RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev);
+
+// The route for `plan` (the dispatch's sparse plan) on the matrix: dense where the dense route can
+// compute the op, its library loaded, and the model says it is faster; `why` says which and
+// the estimates, or why the dense route was not offered.
+struct RouteChoice {
+  Route route = Route::Sparse;
+  std::string why;  // "faster here (sparse ~120.3 us, dense ~40.1 us)"
+};
+RouteChoice route_policy(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev);
 
 }  // namespace magicube

@@ -25,12 +25,20 @@ llvm::Expected<Timing> time_launches(const Context &ctx, llvm::function_ref<llvm
     else log().warn("timing: no {}-byte filler ({}); host launch latency may be timed", opts.filler_bytes,
                     llvm::toString(f.takeError()));
   }
+  DeviceBuffer flush;
+  if (opts.flush_bytes > 0) {
+    auto f = DeviceBuffer::allocate(opts.flush_bytes);
+    if (!f) return f.takeError();
+    flush = std::move(*f);
+  }
   for (int i = 0; i < opts.warmup; ++i)
     if (auto e = launch()) return e;
   if (auto e = ctx.synchronize()) return e;
   if (filler.bytes() > 0)
     if (auto e = filler.memset(0)) return e;
   for (int i = 0; i < opts.repeat; ++i) {
+    if (flush.bytes() > 0)
+      if (auto e = flush.memset(uint8_t(i))) return e;
     if (auto e = start[i].record(nullptr)) return e;
     if (auto e = launch()) return e;
     if (auto e = stop[i].record(nullptr)) return e;
@@ -48,6 +56,10 @@ llvm::Expected<Timing> time_launches(const Context &ctx, llvm::function_ref<llvm
   t.min_ms = s.front();
   t.max_ms = s.back();
   return t;
+}
+
+size_t l2_flush_bytes(const Context &ctx) {
+  return std::max<size_t>(size_t(64) << 20, 2 * size_t(ctx.l2_bytes()));
 }
 
 }  // namespace magicube

@@ -5,6 +5,9 @@
 //      enqueues the timed launches and the host's launch latency is not timed;
 //   3. `repeat` launches, each between its own pair of events, enqueued back to back; one
 //      synchronize; each pair's elapsed time is one sample.
+// With `flush_bytes` > 0 a memset of that many bytes runs before each timed launch, outside its
+// event pair, so that every timed launch starts with a cold L2 (as a model layer whose weight
+// comes from HBM; use at least twice the L2 size: --flush-l2 in the CLI, the bench's llm section).
 #pragma once
 
 #include <cstddef>
@@ -20,7 +23,11 @@ struct TimingOptions {
   int warmup = 10;
   int repeat = 50;
   size_t filler_bytes = size_t(256) << 20;  // 0: none
+  size_t flush_bytes = 0;                   // 0: warm L2
 };
+
+// Bytes that flush the L2 of the context's device: twice its L2 size (at least 64 MiB).
+size_t l2_flush_bytes(const Context &ctx);
 
 struct Timing {
   std::vector<double> samples_ms;  // in launch order

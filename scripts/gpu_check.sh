@@ -12,7 +12,7 @@ export MAGICUBE_CACHE_DIR=${MAGICUBE_CACHE_DIR:-/tmp/magicube-gpu-check}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 date -u | tee -a "$out/gpu.txt"
 status=0
-for t in test_cuda_driver test_spmm_gpu test_sddmm_gpu test_epilogue_gpu test_api test_cli test_autotune test_capi test_capi_gpu; do
+for t in test_cuda_driver test_spmm_gpu test_sddmm_gpu test_epilogue_gpu test_api test_cli test_autotune test_capi test_capi_gpu test_dense_route test_dense_route_gpu; do
   [ -x "$bin/$t" ] || continue
   MAGICUBE_CLI_PATH="$bin/magicube" "$bin/$t" > "$out/$t.log" 2>&1
   rc=$?

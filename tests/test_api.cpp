@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <random>
 
 #include <sys/resource.h>
 
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "runtime/dense_gemm.h"
 #include "runtime/epilogue.h"
 #include "runtime/reference.h"
 #include "tests/fault_util.h"
@@ -640,3 +642,214 @@ TEST(ApiGpu, SddmmFloatAndDeviceOperands) {
 }
 
 }  // namespace
+
+// ---- the dense route ---------------------------------------------------------------------
+
+namespace {
+
+magicube::SpmmOptions dense_options(magicube::DenseRoute d) {
+  magicube::SpmmOptions o;
+  o.dense = d;
+  return o;
+}
+
+// Whether cuBLASLt loads here (*why: why not).
+bool dense_available(std::string *why) {
+  *why = magicube::dense_library_unavailable();
+  return why->empty();
+}
+
+}  // namespace
+
+TEST(Api, DenseRouteIsOptIn) {
+  std::mt19937_64 rng(21);
+  const OpSpec s = magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90");
+  magicube::VectorSparse a = random_vector_sparse(rng, 64, 128, 8, 64, s.lhs);
+  magicube::Spmm never(s, a, 64);
+  EXPECT_EQ(never.route(), magicube::Route::Sparse);
+  EXPECT_EQ(never.route_why(), "");
+  EXPECT_EQ(never.workspace_bytes(), 0u);
+  // Allowed without a matrix: nothing to compare, sparse.
+  magicube::Spmm nomatrix(s, dense_options(magicube::DenseRoute::Allowed));
+  EXPECT_EQ(nomatrix.route(), magicube::Route::Sparse);
+  EXPECT_EQ(nomatrix.route_why(), "no matrix given");
+  // Allowed with a matrix: the dispatch's choice, and why.
+  magicube::Spmm allowed(s, a, 64, dense_options(magicube::DenseRoute::Allowed));
+  EXPECT_FALSE(allowed.route_why().empty());
+  // Allowed with a pinned knob: sparse.
+  magicube::Spmm pinned(magicube::parse_spec("spmm.s8xs8.v8.n64.pf.i32.sm_90"), a, 64,
+                        dense_options(magicube::DenseRoute::Allowed));
+  EXPECT_EQ(pinned.route(), magicube::Route::Sparse);
+  EXPECT_EQ(pinned.route_why(), "kernel knobs pinned");
+  // An SDDMM ignores Allowed and refuses Forced.
+  const OpSpec sd = magicube::parse_spec("sddmm.s8xs8.v8.i32.sm_90");
+  EXPECT_EQ(magicube::Sddmm(sd, dense_options(magicube::DenseRoute::Allowed)).plan().spec.op, OpKind::SDDMM);
+  expect_error([&] { magicube::Sddmm(sd, dense_options(magicube::DenseRoute::Forced)); }, Kind::Invalid,
+               "dense: the dense route runs SpMM only (Sddmm of sddmm.s8xs8.v8.i32.sm_90)");
+}
+
+TEST(Api, DenseRouteRefusesWhatItCannotCompute) {
+  std::mt19937_64 rng(22);
+  const auto forced = dense_options(magicube::DenseRoute::Forced);
+  magicube::VectorSparse a = random_vector_sparse(rng, 64, 128, 8, 64, ElemType{8, true});
+  expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.u8xs8.v8.i32.sm_90"), a, 64, forced); },
+               Kind::Invalid,
+               "route: the dense route cannot run spmm.u8xs8.v8.i32.sm_90: lhs u8 does not fit int8 (the dense route "
+               "takes signed up to 8 bits, unsigned up to 7)");
+  expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs8.v8.f16+rc.sm_90"), a, 64, forced); },
+               Kind::Invalid, "the dense route writes int32 only (out is f16)");
+  expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs12.v8.i32.sm_90"), forced); }, Kind::Invalid,
+               "rhs s12 does not fit int8");
+  std::string why;
+  if (!dense_available(&why)) {
+    expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), a, 64, forced); },
+                 Kind::Invalid, "route: dense route unavailable: libcublasLt");
+    GTEST_SKIP() << "no cuBLASLt: " << why;
+  }
+  magicube::VectorSparse odd = random_vector_sparse(rng, 64, 130, 8, 64, ElemType{8, true});
+  expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), odd, 64, forced); },
+               Kind::Invalid,
+               "dense: the dense route cannot run spmm.s8xs8.v8.i32.sm_90: K=130 is not a positive multiple of 4 "
+               "(cuBLASLt's int8 kernels need it)");
+  // Without a matrix, K is checked when A is packed.
+  magicube::Spmm nomatrix(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), forced);
+  EXPECT_EQ(nomatrix.route(), magicube::Route::Dense);
+  expect_error([&] { nomatrix.pack_lhs(odd); }, Kind::Invalid, "lhs A: the dense route cannot run it: K=130");
+}
+
+TEST(Api, DenseRoutePacksADenseAndBTransposed) {
+  std::string why;
+  if (!dense_available(&why)) GTEST_SKIP() << "no cuBLASLt: " << why;
+  std::mt19937_64 rng(23);
+  const OpSpec s = magicube::parse_spec("spmm.s4xu7.v4.i32.sm_90");
+  const int64_t m = 30, k = 64, n = 7;  // M not a multiple of V
+  magicube::VectorSparse a = random_vector_sparse(rng, m, k, 4, 16, s.lhs);
+  std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+  magicube::Spmm op(s, a, n, dense_options(magicube::DenseRoute::Forced));
+  ASSERT_EQ(op.route(), magicube::Route::Dense);
+  EXPECT_EQ(op.route_why(), "asked for");
+  EXPECT_EQ(op.chosen_by().rfind("chosen by: ", 0), 0u);
+  EXPECT_EQ(op.workspace_bytes(), size_t(32) << 20);
+  magicube::HostLhs h = op.pack_lhs(a);
+  EXPECT_TRUE(h.packed.planes.empty());
+  EXPECT_TRUE(h.packed.row_ptr.empty());
+  ASSERT_EQ(h.dense.size(), size_t(m * k));
+  const std::vector<int64_t> full = magicube::to_dense(a);
+  for (size_t i = 0; i < h.dense.size(); ++i) ASSERT_EQ(int64_t(h.dense[i]), full[i]) << i;
+  EXPECT_EQ(h.layout.rows, m);
+  magicube::PackedRhs r = op.pack_rhs(b, k, n);
+  EXPECT_TRUE(r.planes.empty());
+  EXPECT_EQ(r.k, k);
+  EXPECT_EQ(r.n, n);
+  ASSERT_EQ(r.dense_t.size(), size_t(k * n));
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(int64_t(r.dense_t[size_t(j * k + i)]), b[size_t(i * n + j)]);
+  // Values outside the types are refused as on the sparse route.
+  std::vector<int64_t> bad = b;
+  bad[3] = 128;
+  expect_error([&] { op.pack_rhs(bad, k, n); }, Kind::Invalid, "rhs B[0, 3] = 128 is outside");
+  magicube::VectorSparse abad = a;
+  abad.values[0] = 9;
+  expect_error([&] { op.pack_lhs(abad); }, Kind::Invalid, "lhs A[");
+}
+
+TEST(Api, DenseRouteRefusesOperandsOfTheOtherRoute) {
+  std::string why;
+  if (!dense_available(&why)) GTEST_SKIP() << "no cuBLASLt: " << why;
+  std::mt19937_64 rng(24);
+  const OpSpec s = magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90");
+  magicube::VectorSparse a = random_vector_sparse(rng, 64, 128, 8, 64, s.lhs);
+  std::vector<int64_t> b = random_dense(rng, 128 * 16, s.rhs);
+  magicube::Spmm dense(s, a, 16, dense_options(magicube::DenseRoute::Forced));
+  magicube::Spmm sparse(s, a, 16);
+  // Host operands: refused by upload, before any device work.
+  expect_error([&] { dense.upload(sparse.pack_lhs(a)); }, Kind::Invalid,
+               "lhs A: packed for the sparse route, but this op (" + magicube::to_string(dense.spec()) +
+                   ") runs the dense route: pack it with this op");
+  expect_error([&] { sparse.upload(dense.pack_lhs(a)); }, Kind::Invalid, "lhs A: packed for the dense route");
+  expect_error([&] { dense.upload(sparse.pack_rhs(b, 128, 16)); }, Kind::Invalid, "rhs B: packed for the sparse route");
+  expect_error([&] { sparse.upload(dense.pack_rhs(b, 128, 16)); }, Kind::Invalid, "rhs B: packed for the dense route");
+  // Device operands: refused by run.
+  magicube::DeviceLhs sl;
+  sl.planes.emplace_back();
+  sl.rows = 64, sl.cols = 128;
+  magicube::DeviceRhs sr;
+  sr.planes.emplace_back();
+  sr.k = 128, sr.n = 16;
+  expect_error([&] { dense.run(sl, sr, 0); }, Kind::Invalid, "lhs A: packed for the sparse route");
+  // run_dense belongs to the dense route.
+  expect_error([&] { sparse.run_dense(0, 0, 0, 64, 128, 16, false, 0, 0); }, Kind::Invalid,
+               "run_dense: this op (" + magicube::to_string(sparse.spec()) +
+                   ") runs the sparse route (options.dense is Never)");
+  expect_error([&] { dense.run_dense(256, 512, 1024, 64, 128, 16, false, 2048 + 16, size_t(32) << 20); },
+               Kind::Invalid, "run_dense: workspace is not 256-byte aligned");
+  expect_error([&] { dense.run_dense(256, 512, 1024, 64, 128, 16, false, 2048, 1000); }, Kind::Invalid,
+               "workspace: 1000 bytes given, 33554432 needed");
+  expect_error([&] { dense.run_dense(256, 512, 1024, 64, 126, 16, false, 2048, size_t(32) << 20); }, Kind::Invalid,
+               "run_dense: K=126 is not a positive multiple of 4");
+}
+
+TEST(ApiGpu, DenseRouteIsBitExact) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::string why;
+  if (!dense_available(&why)) GTEST_SKIP() << "no cuBLASLt: " << why;
+  std::mt19937_64 rng(25);
+  const int arch = ctx->compute_capability() >= 90 ? 90 : 80;
+  const auto forced = dense_options(magicube::DenseRoute::Forced);
+  for (const char *text : {"spmm.s8xs8.v8.i32", "spmm.s4xu7.v4.i32"}) {
+    const OpSpec s = magicube::parse_spec(std::string(text) + ".sm_" + std::to_string(arch));
+    const int64_t m = 77, k = 256;  // M not a multiple of V
+    magicube::VectorSparse a = random_vector_sparse(rng, m, k, s.v, k / 2, s.lhs);
+    for (int64_t n : {1, 7, 64, 512}) {
+      SCOPED_TRACE(std::string(text) + " n=" + std::to_string(n));
+      std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+      const std::vector<int64_t> want = magicube::reference_spmm(a, b, n);
+      magicube::Spmm op(s, a, n, forced);
+      ASSERT_EQ(op.route(), magicube::Route::Dense);
+      EXPECT_EQ(op.multiply(a, b, n), want);                 // the op's own workspace
+      EXPECT_EQ(magicube::spmm_host(s, a, b, n, {}, forced), want);
+      // Device operands: loaded (timed), the caller's workspace, C and C^T.
+      op.load();
+      magicube::DeviceLhs da = op.upload(op.pack_lhs(a));
+      magicube::DeviceRhs db = op.upload(op.pack_rhs(b, k, n));
+      magicube::DeviceBuffer c = op.allocate_output(m, n), ct = op.allocate_output(n, m);
+      auto ws = magicube::DeviceBuffer::allocate(op.workspace_bytes());
+      ASSERT_TRUE(bool(ws)) << llvm::toString(ws.takeError());
+      ASSERT_FALSE(bool(c.memset(0xab)));
+      ASSERT_FALSE(bool(ct.memset(0xab)));
+      op.run(da, db, c.ptr(), nullptr, ws->ptr(), ws->bytes());
+      op.run_dense(da.dense.ptr(), db.dense_t.ptr(), ct.ptr(), m, k, n, true, ws->ptr(), ws->bytes());
+      ASSERT_FALSE(bool(ctx->synchronize()));
+      auto got = c.download<int32_t>(m * n);
+      auto got_t = ct.download<int32_t>(m * n);
+      ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+      ASSERT_TRUE(bool(got_t)) << llvm::toString(got_t.takeError());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_EQ(int64_t((*got)[size_t(i * n + j)]), want[size_t(i * n + j)]) << "C[" << i << ", " << j << "]";
+          ASSERT_EQ(int64_t((*got_t)[size_t(j * m + i)]), want[size_t(i * n + j)]) << "C^T[" << j << ", " << i << "]";
+        }
+      // Another N than the op was planned for: a plan made on first use.
+      if (n == 7) {
+        std::vector<int64_t> b2 = random_dense(rng, k * 33, s.rhs);
+        EXPECT_EQ(op.multiply(a, b2, 33), magicube::reference_spmm(a, b2, 33));
+      }
+    }
+  }
+}
+
+TEST(ApiGpu, DenseRouteAllowedFollowsTheDispatch) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(26);
+  const OpSpec s = magicube::parse_spec(std::string("spmm.s8xs8.v8.i32.sm_") +
+                                        (ctx->compute_capability() >= 90 ? "90" : "80"));
+  // Prefill-sized N at moderate sparsity: the model usually picks dense where cuBLASLt loads;
+  // either way the op computes the product exactly.
+  const int64_t m = 1024, k = 1024, n = 1024;
+  magicube::VectorSparse a = random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
+  std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+  magicube::Spmm op(s, a, n, dense_options(magicube::DenseRoute::Allowed));
+  EXPECT_FALSE(op.route_why().empty());
+  std::cout << "route: " << magicube::route_name(op.route()) << " (" << op.route_why() << ")\n";
+  EXPECT_EQ(op.multiply(a, b, n), magicube::reference_spmm(a, b, n)) << op.route_why();
+}

@@ -24,6 +24,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "runtime/autotune.h"
+#include "runtime/dense_gemm.h"
 #include "runtime/dispatch.h"
 #include "runtime/magicube.h"
 #include "runtime/reference.h"
@@ -1045,4 +1046,43 @@ TEST(Autotune, CostModelPrunesTheCandidatesAndKeepsThePolicysChoice) {
   auto everything = timed_candidates(base, sig, dev, opts);
   ASSERT_TRUE(bool(everything));
   EXPECT_GE(everything->size(), all->size()) << "prune 0 and no limit: the whole grid (and the policy's choice)";
+}
+
+TEST(Dispatch, TunedDenseTimeDecidesTheRouteWhereTheCallerAllowsIt) {
+  TempDir tmp;
+  TuneStore store = TuneStore::open(tmp.path());
+  const VectorSparse a = uniform_rows(512, 512, 8, 154);
+  const MatrixSignature sig = spmm_signature(a, 256);
+  OpSpec unpinned = kBase;
+  unpinned.pinned = 0;
+  const DeviceFacts dev = DeviceFacts::reference_for(90);
+  TuneRecord rec = fake_record(kBase, dev.name, sig, 0);  // the chosen kernel: 0.25 ms
+  // The dense time round-trips through the record's JSON; a non-positive one is refused.
+  rec.choice.dense_ms = 0.1;
+  auto back = tune_record_from_json(to_json(rec));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->choice.dense_ms, 0.1);
+  llvm::json::Value bad = to_json(rec);
+  (*bad.getAsObject()->getObject("choice"))["dense_ms"] = -1.0;
+  auto refused = tune_record_from_json(bad);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_EQ(llvm::toString(refused.takeError()), "tuning record: choice.dense_ms must be > 0");
+  ASSERT_EQ(msg(store.save(rec)), "");
+  // Allowed: the record's times decide, no model; never: the sparse kernel, nothing said.
+  auto allowed = dispatch(unpinned, &sig, dev, -1, &store, DenseRoute::Allowed);
+  ASSERT_TRUE(bool(allowed)) << llvm::toString(allowed.takeError());
+  EXPECT_EQ(allowed->source, ChoiceSource::TunedRecord);
+  EXPECT_EQ(allowed->route_why.rfind("tuned: sparse 0.2500 ms, dense 0.1000 ms", 0), 0u) << allowed->route_why;
+  EXPECT_EQ(allowed->route == Route::Dense, dense_library_unavailable().empty()) << allowed->route_why;
+  auto never = dispatch(unpinned, &sig, dev, -1, &store);
+  ASSERT_TRUE(bool(never));
+  EXPECT_EQ(never->route, Route::Sparse);
+  EXPECT_EQ(never->route_why, "");
+  // A record whose kernel beat the dense route keeps the sparse route.
+  rec.choice.dense_ms = 0.5;
+  ASSERT_EQ(msg(store.save(rec)), "");
+  auto sparse = dispatch(unpinned, &sig, dev, -1, &store, DenseRoute::Allowed);
+  ASSERT_TRUE(bool(sparse));
+  EXPECT_EQ(sparse->route, Route::Sparse);
+  EXPECT_EQ(sparse->route_why, "tuned: sparse 0.2500 ms, dense 0.5000 ms");
 }

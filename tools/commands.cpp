@@ -56,6 +56,13 @@ int fail(llvm::Error e) {
 }
 int fail(const llvm::Twine &message) { return fail(err(message)); }
 
+llvm::Expected<DenseRoute> route_from_flags(const OpFlags &f) {
+  if (f.route == "auto") return DenseRoute::Allowed;
+  if (f.route == "sparse") return DenseRoute::Never;
+  if (f.route == "dense") return DenseRoute::Forced;
+  return err("route: '" + f.route + "' is not allowed (allowed: auto, sparse, dense)");
+}
+
 llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   OpSpec s;
   auto op = parse_op(f.op);
@@ -124,7 +131,9 @@ int cmd_plan(const OpFlags &f, const RunArgs &r, const std::string &format, bool
       llvm::consumeError(ctx.takeError());
     }
   }
-  auto d = dispatch(*spec, *sig ? &**sig : nullptr, dev, f.candidate_given ? f.candidate : -1);
+  auto route = route_from_flags(f);
+  if (!route) return fail(route.takeError());
+  auto d = dispatch(*spec, *sig ? &**sig : nullptr, dev, f.candidate_given ? f.candidate : -1, nullptr, *route);
   if (!d) return fail(d.takeError());
   std::vector<Plan> shown;
   if (all) {
@@ -138,7 +147,10 @@ int cmd_plan(const OpFlags &f, const RunArgs &r, const std::string &format, bool
     llvm::json::Array arr;
     for (const Plan &p : shown) arr.push_back(to_json(p));
     llvm::json::Value v = all ? llvm::json::Value(std::move(arr)) : std::move(arr[0]);
-    if (auto *o = v.getAsObject()) (*o)["chosen_by"] = d->chosen_by();
+    if (auto *o = v.getAsObject()) {
+      (*o)["chosen_by"] = d->chosen_by();
+      if (!d->route_why.empty()) (*o)["route"] = llvm::json::Object{{"route", route_name(d->route)}, {"why", d->route_why}};
+    }
     llvm::outs() << llvm::formatv("{0:2}", v) << "\n";
   } else {
     for (size_t i = 0; i < shown.size(); ++i) {
@@ -148,6 +160,7 @@ int cmd_plan(const OpFlags &f, const RunArgs &r, const std::string &format, bool
     llvm::outs() << d->chosen_by() << (dev.reference ? " on " + dev.name + " (reference device: no GPU asked)" : " on " + dev.name)
                  << "\n";
     if (*sig) llvm::outs() << "matrix    " << (*sig)->key() << "\n";
+    if (!d->route_why.empty()) llvm::outs() << "route     " << route_name(d->route) << " (" << d->route_why << ")\n";
   }
   return 0;
 }

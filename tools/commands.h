@@ -14,6 +14,7 @@
 #include "compiler/plan.h"
 #include "llvm/Support/Error.h"
 #include "runtime/autotune.h"
+#include "runtime/dispatch.h"
 
 namespace magicube::tool {
 
@@ -29,6 +30,7 @@ struct OpFlags {
   bool resident = false;
   bool decode = false;  // --decode: the decode kernel (implies resident B)
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
+  std::string route = "auto";  // SpMM: auto (the policy compares sparse and dense) | sparse | dense
   int candidate = 0;        // index into plan_candidates (0 = best)
   bool candidate_given = false;
   uint8_t pinned = kPinAll;  // the knob flags given (OpSpec::pinned): the dispatch chooses the rest
@@ -36,6 +38,8 @@ struct OpFlags {
 
 // The validated OpSpec of the flags; the error names the bad flag.
 llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f);
+// --route: auto -> DenseRoute::Allowed, sparse -> Never, dense -> Forced (runtime/dispatch.h).
+llvm::Expected<DenseRoute> route_from_flags(const OpFlags &f);
 
 // The matrix signature of the matrix flags (SpMM: --matrix or --m/--k/--sparsity, with --n;
 // SDDMM: the mask's flags with --k), or nullopt when none is given; the error names the flag.
@@ -71,6 +75,7 @@ struct RunArgs {
   int stride = 32;              // SDDMM's SR-BCRS stride (vectors per stride)
   bool layout_given = false, stride_given = false;
   int repeat = 50, warmup = 10;
+  bool flush_l2 = false;  // run: flush the L2 before each timed launch (weights from HBM)
   uint64_t seed = 1;
 };
 

@@ -78,6 +78,10 @@ cl::opt<std::string> BiasFlag("bias", cl::desc("float SpMM outputs' bias: none |
                               cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> ArchFlag("arch", cl::desc("sm_80 | sm_86 | sm_89 | sm_90 (run: default the GPU's own)"),
                               cl::init("sm_90"), cl::cat(OpCat), OP_SUBS);
+cl::opt<std::string> RouteFlag("route",
+                               cl::desc("SpMM route: auto (the policy runs a dense int8 GEMM where it is faster; "
+                                        "needs a matrix) | sparse | dense"),
+                               cl::init("auto"), cl::cat(OpCat), cl::sub(PlanCmd), cl::sub(RunCmd));
 cl::opt<int> CandidateFlag("candidate", cl::desc("which candidate plan, 0 = best (see plan --all)"), cl::init(0),
                            cl::cat(OpCat), OP_SUBS);
 #undef OP_SUBS
@@ -115,6 +119,9 @@ cl::opt<int> RepeatFlag("repeat", cl::desc("timed launches (the median is report
                         cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<int> WarmupFlag("warmup", cl::desc("untimed launches before timing"), cl::init(10), cl::cat(RunCat),
                         cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<bool> FlushL2Flag("flush-l2",
+                          cl::desc("flush the L2 before each timed launch (the weight comes from HBM, as in a model)"),
+                          cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
 cl::opt<unsigned long long> SeedFlag("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(RunCat),
                                      cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 
@@ -139,6 +146,7 @@ tool::OpFlags op_flags() {
   f.split = SplitFlag;
   f.resident = ResidentFlag;
   f.decode = DecodeFlag;
+  f.route = RouteFlag;
   f.candidate = CandidateFlag;
   f.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   // Knobs given on the command line are pinned; the dispatch chooses the others.
@@ -167,6 +175,7 @@ tool::RunArgs run_args() {
   r.stride_given = StrideFlag.getNumOccurrences() > 0;
   r.repeat = RepeatFlag;
   r.warmup = WarmupFlag;
+  r.flush_l2 = FlushL2Flag;
   r.seed = SeedFlag;
   return r;
 }

@@ -139,7 +139,12 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   // own arch unless --arch is given; checked against the matrix before anything runs.
   const MatrixSignature sig = sddmm ? sddmm_signature(*sparse, k) : spmm_signature(*sparse, n);
   const int candidate = f.candidate_given ? f.candidate : -1;
-  if (auto d = dispatch(*spec, &sig, DeviceFacts::reference_for(spec->arch), candidate); !d) return fail(d.takeError());
+  auto route = route_from_flags(f);
+  if (!route) return fail(route.takeError());
+  if (sddmm && f.route != "auto" && f.route != "sparse")
+    return fail("route: --route=" + f.route + " applies to --op=spmm only (SDDMM has no dense route)");
+  if (auto d = dispatch(*spec, &sig, DeviceFacts::reference_for(spec->arch), candidate, nullptr, *route); !d)
+    return fail(d.takeError());
 
   // ---- the GPU ----
   if (std::string why = no_gpu_reason(); !why.empty()) return no_gpu_exit(why);
@@ -151,13 +156,15 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
     if (!arch) return fail(arch.takeError());
     spec->arch = *arch;
   }
-  auto p = dispatch(*spec, &sig, device_facts(*ctx), candidate);
+  auto p = dispatch(*spec, &sig, device_facts(*ctx), candidate, nullptr, *route);
   if (!p) return fail(p.takeError());
   const Plan &plan = p->plan;
+  const bool dense = p->route == Route::Dense;
   if (auto e = check_device_memory(*ctx, plan, m, k, n, sparse->num_vectors())) return fail(std::move(e));
   llvm::outs() << "gpu       " << ctx->name() << " (" << arch_name(ctx->compute_capability()) << ", "
                << ctx->sm_count() << " SMs)\n"
                << "plan      " << to_string(plan.spec) << " (" << p->chosen_by() << ")\n";
+  if (!p->route_why.empty()) llvm::outs() << "route     " << route_name(p->route) << " (" << p->route_why << ")\n";
   const int64_t nnz = sparse->num_vectors();
   const int64_t dense_cols = sddmm ? n : k;  // the columns a row-block's vectors are drawn from
   const double density =
@@ -182,28 +189,42 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
     pipe->set_epilogue(draw_epilogue(plan.spec, m, n, amax, rng));
     llvm::outs() << "epilogue  " << epilogue_str(plan.spec, pipe->epilogue()) << "\n";
   }
-  if (auto e = pipe->prepare(plan)) return fail(std::move(e));
-  if (auto e = pipe->poison()) return fail(std::move(e));  // every element must be written
+  std::function<llvm::Error()> launch;
+  if (dense) {  // the dense route: A densified, B transposed, cuBLASLt's fastest algorithm
+    auto t0 = std::chrono::steady_clock::now();
+    if (auto e = pipe->prepare_dense(*ctx)) return fail(std::move(e));
+    if (auto e = pipe->poison()) return fail(std::move(e));
+    llvm::outs() << "kernel    " << pipe->dense_describe() << "\n"
+                 << fmt::format("load      {:.1f} ms (dense copy of A uploaded, algorithms timed)\n", ms_since(t0));
+    llvm::outs().flush();
+    launch = [&]() -> llvm::Error { return pipe->launch_dense(); };
+  } else {
+    if (auto e = pipe->prepare(plan)) return fail(std::move(e));
+    if (auto e = pipe->poison()) return fail(std::move(e));  // every element must be written
 
-  CompileCache::Stats before = CompileCache::process().stats();
-  auto t0 = std::chrono::steady_clock::now();
-  auto kernel = Kernel::get(*ctx, plan);
-  double load_ms = ms_since(t0);
-  if (!kernel) return fail(kernel.takeError());
-  CompileCache::Stats after = CompileCache::process().stats();
-  const char *from = after.compiles > before.compiles     ? "compiled by NVRTC"
-                     : after.disk_hits > before.disk_hits ? "cubin from the disk cache"
-                                                          : "cubin from memory";
-  llvm::outs() << "kernel    " << (*kernel)->source().name << "\n"
-               << fmt::format("load      {:.1f} ms ({}, loaded for {})\n", load_ms, from,
-                                arch_name((*kernel)->arch()));
-  llvm::outs().flush();
-  auto launch = [&]() -> llvm::Error { return pipe->launch(**kernel); };
+    CompileCache::Stats before = CompileCache::process().stats();
+    auto t0 = std::chrono::steady_clock::now();
+    auto kernel = Kernel::get(*ctx, plan);
+    double load_ms = ms_since(t0);
+    if (!kernel) return fail(kernel.takeError());
+    CompileCache::Stats after = CompileCache::process().stats();
+    const char *from = after.compiles > before.compiles     ? "compiled by NVRTC"
+                       : after.disk_hits > before.disk_hits ? "cubin from the disk cache"
+                                                            : "cubin from memory";
+    llvm::outs() << "kernel    " << (*kernel)->source().name << "\n"
+                 << fmt::format("load      {:.1f} ms ({}, loaded for {})\n", load_ms, from,
+                                  arch_name((*kernel)->arch()));
+    llvm::outs().flush();
+    launch = [&, k = *kernel]() -> llvm::Error { return pipe->launch(*k); };
+  }
 
   // One checked run.
   if (auto e = launch()) return fail(std::move(e));
   if (auto e = ctx->synchronize()) return fail(std::move(e));
-  auto checked = pipe->verify();
+  // The whole reference up to kCheckBudget multiply-adds on the host's cores, else a sample of
+  // row-blocks of about that cost (the first, the last and evenly spaced ones).
+  constexpr double kCheckBudget = 1e10;
+  auto checked = pipe->verify(kCheckBudget);
   if (!checked) return fail(checked.takeError());
   const OutType out = plan.spec.out;
   const char *name = sddmm ? "S" : "C";
@@ -223,7 +244,11 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
     return 1;
   }
   if (!floating) {
-    llvm::outs() << "exact: yes (" << v.checked << " elements equal the int64 reference)\n";
+    llvm::outs() << "exact: yes (" << v.checked << " elements equal the int64 reference"
+                 << (v.blocks_checked < v.blocks
+                         ? fmt::format("; a sample of {} of {} row-blocks", v.blocks_checked, v.blocks)
+                         : std::string())
+                 << ")\n";
   } else {
     llvm::outs() << "exact: yes (bitwise equal to the rounded double reference)\n"
                  << fmt::format("error     max relative error {:.3e} vs the double reference over {} elements ({} unit "
@@ -236,15 +261,18 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
 
   // Timed launches, the library's way (runtime/timing.h: a filler memset ahead, each launch
   // between its own event pair), as tune and bench time them.
-  auto timed = time_launches(*ctx, launch, TimingOptions{r.warmup, r.repeat});
+  TimingOptions topts{r.warmup, r.repeat};
+  if (r.flush_l2) topts.flush_bytes = l2_flush_bytes(*ctx);
+  auto timed = time_launches(*ctx, launch, topts);
   if (!timed) return fail(timed.takeError());
   const double median = timed->median_ms;
   const std::vector<double> ms{timed->min_ms, timed->max_ms};
   // SpMM: each vector meets N columns of B; SDDMM: each vector is a K-long dot product per row.
   double ops = 2.0 * double(nnz) * double(spec->v) * double(sddmm ? k : n);
   double tops = median > 0 ? ops / (median * 1e-3) / 1e12 : 0.0;
-  llvm::outs() << fmt::format("time      median {:.4f} ms over {} launch(es) (min {:.4f}, max {:.4f}; warm-up {})\n",
-                                median, r.repeat, ms.front(), ms.back(), r.warmup)
+  llvm::outs() << fmt::format("time      median {:.4f} ms over {} launch(es) (min {:.4f}, max {:.4f}; warm-up {}; L2 {})\n",
+                                median, r.repeat, ms.front(), ms.back(), r.warmup,
+                                r.flush_l2 ? "flushed before each launch" : "warm")
                << fmt::format("tops      {:.3f} effective TOPS (2 * nnz-vectors * V * {} / median time)\n", tops,
                                 sddmm ? "K" : "N");
   return 0;

@@ -65,6 +65,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   opts.repeat = r.repeat;
   opts.seed = r.seed;
   opts.verify = t.verify;
+  opts.flush_l2 = r.flush_l2;
   opts.sddmm_stride = r.stride;
   opts.sddmm_layout = r.layout == "srbcrs" ? SparseLayout::SrBcrs : SparseLayout::Bcrs;
   opts.progress = [](const TuneProgress &p) {  // on stderr, so the table on stdout stays clean
@@ -152,6 +153,11 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   if (untuned && untuned->ok && ch.median_ms > 0)
     llvm::outs() << fmt::format("          {:.2f}x the untuned default, the policy's choice ({}: {:.4f} ms)\n",
                                 untuned->median_ms / ch.median_ms, untuned->candidate.str(), untuned->median_ms);
+  if (ch.dense_ms > 0)
+    llvm::outs() << fmt::format("dense     the dense route (cuBLASLt int8): median {:.4f} ms, {:.2f}x the chosen kernel: "
+                                "{} takes the {} route where the caller allows the dense route\n",
+                                ch.dense_ms, ch.median_ms / ch.dense_ms, "the dispatch",
+                                ch.dense_ms < ch.median_ms ? "dense" : "sparse");
   const OpSpec &cs = ch.spec();
   std::string flags = fmt::format("--op={} --lhs={} --rhs={} --v={} --out={}", op_name(cs.op), cs.lhs.str(),
                                   cs.rhs.str(), cs.v, out_name(cs.out));

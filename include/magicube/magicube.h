@@ -47,6 +47,25 @@
  * once its kernels are loaded: run it once with the same operand layouts and dtypes before
  * capturing (magicube_op_load loads the op's main kernel only, not the repack kernels).
  * The first run of an op compiles its kernels (NVRTC, through the memory and disk caches).
+ *
+ * The dense route (opt-in, SpMM only): an SpMM with an int32 output whose operands fit int8
+ * may run as a dense int8 GEMM (cuBLASLt, dlopen'ed at first use: libcublasLt.so.13) where
+ * that is faster than the sparse kernel for the matrix (pruned LLM weights at 50-70 %
+ * sparsity and prefill-sized N usually are). Its packed weight holds a dense int8 copy of A
+ * (M x K bytes) instead of the sparse arrays, so the caller must allow it:
+ *
+ *   magicube_op_options_ex o = {sizeof o, -1, 0, MAGICUBE_DENSE_ALLOWED};
+ *   magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &weight, n, &o, &op);
+ *   magicube_op_query(op, MAGICUBE_QUERY_ROUTE, &route);   // 0 sparse, 1 dense
+ *   magicube_op_text(op, MAGICUBE_TEXT_ROUTE_WHY, ...);    // "faster here (sparse ~.. us, dense ~.. us)"
+ *   magicube_op_load(op);                                  // dense: cuBLASLt's algorithm, timed once
+ *
+ * and the rest as above (pack, workspace, run). A dense op's load (magicube_op_load, else its
+ * first run) picks cuBLASLt's algorithm for the matrix's shape by timing the heuristic's best
+ * few once: it allocates scratch memory and synchronizes the device, once, like kernel
+ * loading. Runs with another N (or of an op planned without a matrix) use the heuristic's
+ * first algorithm for that shape, chosen on the host. Runs afterwards only enqueue (no
+ * allocation, no synchronization) and can be captured in a CUDA graph.
  */
 #ifndef MAGICUBE_MAGICUBE_H
 #define MAGICUBE_MAGICUBE_H
@@ -138,6 +157,27 @@ typedef struct magicube_op_options {
   int device;    /* CUDA device ordinal for the device calls */
 } magicube_op_options;
 
+/* Whether an SpMM may run as a dense int8 GEMM (the dense route, see the top of this file). */
+typedef enum magicube_dense_route {
+  MAGICUBE_DENSE_NEVER = 0,   /* the sparse kernel (the default) */
+  MAGICUBE_DENSE_ALLOWED = 1, /* the dispatch compares the routes for the matrix given to op_create_ex
+                                 (sparse without a matrix, or with a knob pinned in the spec or a candidate) */
+  MAGICUBE_DENSE_FORCED = 2   /* dense, or MAGICUBE_ERROR_INVALID naming why not (an output other than
+                                 int32, an operand wider than int8, K not a multiple of 4, an SDDMM,
+                                 libcublasLt unavailable) */
+} magicube_dense_route;
+
+/* The options of magicube_op_create_ex: magicube_op_options and what came after it. `size`
+ * is sizeof(magicube_op_options_ex) as the caller compiled it: fields the caller's header
+ * did not have yet take their defaults, so callers built against an older header keep
+ * working (a size larger than this library knows is refused). */
+typedef struct magicube_op_options_ex {
+  size_t size;   /* sizeof(magicube_op_options_ex) */
+  int candidate; /* as in magicube_op_options */
+  int device;
+  int dense;     /* a magicube_dense_route (default MAGICUBE_DENSE_NEVER) */
+} magicube_op_options_ex;
+
 /* Plans an op (spmm or sddmm) through the dispatch. With `matrix` (SpMM: the sparse A and
  * `n_or_k` = N, the columns of B; SDDMM: the mask and `n_or_k` = K, the reduction length):
  * a stored tuning record for it, else the library's policy for this matrix; with matrix ==
@@ -146,13 +186,19 @@ typedef struct magicube_op_options {
  * device (planning needs no GPU). On success *out owns the op (free: magicube_op_destroy). */
 MAGICUBE_API int magicube_op_create(const char *spec, const magicube_matrix *matrix, int64_t n_or_k,
                                     const magicube_op_options *options, magicube_op **out);
+/* The same with extended options (options == NULL: the defaults): the dense route. */
+MAGICUBE_API int magicube_op_create_ex(const char *spec, const magicube_matrix *matrix, int64_t n_or_k,
+                                       const magicube_op_options_ex *options, magicube_op **out);
 MAGICUBE_API void magicube_op_destroy(magicube_op *op);
 
 typedef enum magicube_op_text_kind {
   MAGICUBE_TEXT_PLAN = 0,      /* Plan::str(): what `magicube plan` prints */
   MAGICUBE_TEXT_SPEC = 1,      /* the chosen plan's canonical spec, every knob pinned */
   MAGICUBE_TEXT_KERNEL = 2,    /* the kernel's name */
-  MAGICUBE_TEXT_CHOSEN_BY = 3  /* "chosen by: flags" | "chosen by: tuned record <path>" | "chosen by: policy (...)" */
+  MAGICUBE_TEXT_CHOSEN_BY = 3, /* "chosen by: flags" | "chosen by: tuned record <path>" | "chosen by: policy (...)" */
+  MAGICUBE_TEXT_ROUTE_WHY = 4  /* why the op's route: "" (dense never asked), "asked for" (forced), "faster
+                                  here (sparse ~120.3 us, dense ~40.1 us)", "no matrix given", "kernel knobs
+                                  pinned", "dense route not offered: <why>" */
 } magicube_op_text_kind;
 /* One text about the op, written as magicube_plan_describe writes its text. */
 MAGICUBE_API int magicube_op_text(const magicube_op *op, int kind, char *buf, size_t cap, size_t *needed);
@@ -168,12 +214,15 @@ typedef enum magicube_op_query_kind {
   MAGICUBE_QUERY_CANDIDATE = 7,            /* which plan candidate the op runs (for magicube_op_options) */
   MAGICUBE_QUERY_DEVICE = 8,               /* the device ordinal */
   MAGICUBE_QUERY_SCALE = 9,                /* 0 none, 1 tensor (+t), 2 rowcol (+rc) */
-  MAGICUBE_QUERY_BIAS = 10                 /* 0 none, 1 row, 2 col */
+  MAGICUBE_QUERY_BIAS = 10,                /* 0 none, 1 row, 2 col */
+  MAGICUBE_QUERY_ROUTE = 11                /* 0 sparse (the kernel), 1 dense (a cuBLASLt int8 GEMM) */
 } magicube_op_query_kind;
 MAGICUBE_API int magicube_op_query(const magicube_op *op, int kind, int64_t *value);
 
 /* Generates, compiles (through the memory and disk caches) and loads the op's kernel on its
- * device now (run otherwise does it on first use). Needs a GPU. */
+ * device now (run otherwise does it on first use). Needs a GPU. A dense op: creates the
+ * cuBLASLt plans for the op's matrix and N (C in both layouts), each algorithm chosen by
+ * timing the heuristic's best few once (allocates scratch memory and synchronizes). */
 MAGICUBE_API int magicube_op_load(const magicube_op *op);
 
 /* ---- packing the sparse operand (host) ---------------------------------------------------- */
@@ -181,12 +230,16 @@ MAGICUBE_API int magicube_op_load(const magicube_op *op);
 /* The packed sparse operand: one byte blob (copy it to the device as it is, at an address
  * aligned to 256 bytes) that starts with this header; run takes a host copy of the header
  * and the blob's device address. Every field is an int64_t (the header is 32 of them,
- * MAGICUBE_PACKED_HEADER_BYTES), so a binding may treat it as an array. */
+ * MAGICUBE_PACKED_HEADER_BYTES), so a binding may treat it as an array.
+ * Format 2 added the dense route (route, dense_offset, dense_bytes); blobs of format 1 are
+ * refused (pack the matrix again). A dense op's blob holds the dense copy of A only: the
+ * sparse arrays' offsets and num_planes are 0 (their counts still describe A's layout). */
 #define MAGICUBE_PACKED_HEADER_BYTES 256
 #define MAGICUBE_PACKED_MAGIC 0x4b5043414d /* "MACPK" */
+#define MAGICUBE_PACKED_FORMAT_VERSION 2
 typedef struct magicube_packed_header {
   int64_t magic;            /* MAGICUBE_PACKED_MAGIC */
-  int64_t format_version;   /* 1 */
+  int64_t format_version;   /* MAGICUBE_PACKED_FORMAT_VERSION */
   int64_t op;               /* 0: SpMM's A; 1: SDDMM's mask */
   int64_t plan_fingerprint; /* the plan it was packed for: run refuses another */
   int64_t rows, cols, v;    /* M x K (A) or M x N (mask) */
@@ -196,14 +249,18 @@ typedef struct magicube_packed_header {
   int64_t num_planes;       /* A's chunk planes (0 for a mask) */
   int64_t plane_offset[4];
   int64_t plane_bytes[4];
-  int64_t reserved[7];
+  int64_t route;            /* 0: the sparse arrays above; 1: the dense route's copy of A (SpMM only) */
+  int64_t dense_offset;     /* route 1: byte offset of A as M x K int8, row-major (256-byte aligned) */
+  int64_t dense_bytes;      /* route 1: M * K */
+  int64_t reserved[4];
 } magicube_packed_header;
 
 typedef struct magicube_packed magicube_packed;
 
 /* Packs `matrix` for `op`: SpMM: A (values required; refused: a V other than the spec's,
  * values outside the lhs type, rows longer than the output allows); SDDMM: the mask (values
- * ignored). On success *out owns the blob (free: magicube_packed_destroy). */
+ * ignored). A dense op (MAGICUBE_QUERY_ROUTE 1): A's dense int8 copy (route 1). On success
+ * *out owns the blob (free: magicube_packed_destroy). */
 MAGICUBE_API int magicube_pack(const magicube_op *op, const magicube_matrix *matrix, magicube_packed **out);
 MAGICUBE_API void magicube_packed_destroy(magicube_packed *packed);
 MAGICUBE_API const void *magicube_packed_data(const magicube_packed *packed);
@@ -250,7 +307,12 @@ typedef struct magicube_epilogue {
  * The workspace (device, 256-byte aligned) holds B's chunk planes padded to the kernel's
  * pitch and, for a COL_MAJOR C, the row-major result before its transpose; its size is
  * magicube_spmm_workspace_bytes (0 when B is read in place: one 8-bit chunk, ROW_MAJOR, N a
- * multiple of 256, 16-byte aligned; and C ROW_MAJOR). epilogue: NULL for integer outputs. */
+ * multiple of 256, 16-byte aligned; and C ROW_MAJOR). epilogue: NULL for integer outputs.
+ * A dense op (its blob 256-byte aligned): the workspace holds cuBLASLt's (32 MiB) and, unless
+ * B is read in place (COL_MAJOR, a 1-byte dtype, 256-byte aligned: exactly the GEMM's
+ * operand), B transposed to N x K int8 (a repack kernel). C is written directly in either
+ * layout (COL_MAJOR: cuBLASLt computes C^T with the operands swapped) when it is 256-byte
+ * aligned, else through the workspace (M x N int32 more) and a transpose kernel. */
 MAGICUBE_API int magicube_spmm_workspace_bytes(const magicube_op *op, const magicube_packed_header *header,
                                                const magicube_dense *b, int64_t n, const magicube_dense *c,
                                                size_t *bytes);

@@ -15,6 +15,10 @@
 //   magicube_epilogue e{1.0f, w_scale_dev, x_scale_dev, nullptr};
 //   op.spmm(pw.header(), w_dev, x, N, y, &e, ws_dev, ws, stream);     // asynchronous
 //
+// The dense route (an int32 output, int8-fitting operands): OpOptions o; o.dense =
+// MAGICUBE_DENSE_ALLOWED; then op.dense() and op.route_why() say what the dispatch chose; the
+// calls above run either route (see magicube.h).
+//
 // Errors: every failure throws magicube::Error (a std::runtime_error) whose what() names the
 // bad input and whose kind() says which stage failed (the C status, see magicube.h).
 // Ownership and threads: as magicube.h says for the handles; Op and Packed are cheap to copy
@@ -127,6 +131,9 @@ class Packed {
 struct OpOptions {
   int candidate = -1;  // -1: the dispatch's choice
   int device = 0;
+  // The dense route (see magicube.h): MAGICUBE_DENSE_NEVER, _ALLOWED (the dispatch compares
+  // the routes for the matrix) or _FORCED.
+  magicube_dense_route dense = MAGICUBE_DENSE_NEVER;
 };
 
 // One planned op (spmm or sddmm, as the spec says).
@@ -144,6 +151,9 @@ class Op {
   std::string spec() const { return text(MAGICUBE_TEXT_SPEC); }  // every knob pinned
   std::string kernel_name() const { return text(MAGICUBE_TEXT_KERNEL); }
   std::string chosen_by() const { return text(MAGICUBE_TEXT_CHOSEN_BY); }
+  // The route: false the sparse kernel, true the dense route (a cuBLASLt int8 GEMM); and why.
+  bool dense() const { return query(MAGICUBE_QUERY_ROUTE) == 1; }
+  std::string route_why() const { return text(MAGICUBE_TEXT_ROUTE_WHY); }
   int64_t query(magicube_op_query_kind kind) const {
     int64_t v = 0;
     detail::check(magicube_op_query(op_.get(), kind, &v));
@@ -206,9 +216,9 @@ class Op {
 
  private:
   void create(const std::string &spec, const magicube_matrix *m, int64_t n_or_k, const OpOptions &o) {
-    magicube_op_options opts{o.candidate, o.device};
+    magicube_op_options_ex opts{sizeof(magicube_op_options_ex), o.candidate, o.device, o.dense};
     magicube_op *op = nullptr;
-    detail::check(magicube_op_create(spec.c_str(), m, n_or_k, &opts, &op));
+    detail::check(magicube_op_create_ex(spec.c_str(), m, n_or_k, &opts, &op));
     op_.reset(op, magicube_op_destroy);
   }
   std::string text(magicube_op_text_kind kind) const {

@@ -48,22 +48,38 @@ def _host_matrix(obj, name, v):
     return m, vw
 
 
+def _dense_option(allow_dense):
+    """The C ABI's magicube_dense_route for allow_dense (False, True or "force")."""
+    if isinstance(allow_dense, str):
+        if allow_dense == "force":
+            return _lib.DENSE_FORCED
+    elif allow_dense in (False, True):
+        return _lib.DENSE_ALLOWED if allow_dense else _lib.DENSE_NEVER
+    raise Error(f"allow_dense: {allow_dense!r} (allowed: False, True, 'force')")
+
+
 class Op:
     """One planned op, spmm or sddmm as the spec says. With `matrix` (a host integer array: A
     for SpMM, the mask for SDDMM) and `n_or_k` (N for SpMM, K for SDDMM) the dispatch plans
-    for that matrix (a tuning record or the policy); without, the policy's defaults."""
+    for that matrix (a tuning record or the policy); without, the policy's defaults.
 
-    def __init__(self, spec, matrix=None, n_or_k=0, *, candidate=-1, device=0):
+    allow_dense (SpMM with an int32 output, operands that fit int8): True lets the dispatch run
+    the op as a dense int8 GEMM (cuBLASLt) where that is faster for the matrix, keeping a dense
+    copy of A (M x K bytes) in the packed weight instead of the sparse one; "force" always does
+    (or raises, naming why not); False (the default) never. `route` and `route_why` say what
+    was chosen."""
+
+    def __init__(self, spec, matrix=None, n_or_k=0, *, candidate=-1, device=0, allow_dense=False):
         L = _lib.lib()
         self._lib = L
-        opts = _lib.OpOptions(candidate, device)
+        opts = _lib.OpOptionsEx(ctypes.sizeof(_lib.OpOptionsEx), candidate, device, _dense_option(allow_dense))
         handle = c_void_p()
         mptr = None
         if matrix is not None:
             v = int(spec.split(".")[2][1:]) if spec.count(".") >= 2 and spec.split(".")[2][1:].isdigit() else 0
             m, keep = _host_matrix(matrix, "matrix", v)
             mptr = byref(m)
-        check(L.magicube_op_create(spec.encode(), mptr, int(n_or_k), byref(opts), byref(handle)))
+        check(L.magicube_op_create_ex(spec.encode(), mptr, int(n_or_k), byref(opts), byref(handle)))
         self._handle = handle
         self.device = device
 
@@ -103,6 +119,16 @@ class Op:
         return self.query(_lib.QUERY_CANDIDATE)
 
     @property
+    def route(self):
+        """"sparse" (the kernel) or "dense" (a cuBLASLt int8 GEMM)."""
+        return "dense" if self.query(_lib.QUERY_ROUTE) == 1 else "sparse"
+
+    @property
+    def route_why(self):
+        """Why this route ("" when allow_dense was False)."""
+        return self._text(_lib.TEXT_ROUTE_WHY)
+
+    @property
     def is_sddmm(self):
         return self.query(_lib.QUERY_OP) == 1
 
@@ -124,7 +150,8 @@ class Op:
         return self.query(_lib.QUERY_MAX_REDUCTION)
 
     def load(self):
-        """Compiles and loads the kernel now (needs a GPU)."""
+        """Compiles and loads the kernel now (needs a GPU). A dense op: times cuBLASLt's
+        algorithms for the matrix's shape once (synchronizes)."""
         check(self._lib.magicube_op_load(self._handle))
 
     def pack(self, matrix):
@@ -193,10 +220,12 @@ class Packed:
             return self._device[key]
 
 
-def pack_weight(weight, spec, *, n=None, candidate=-1, device=0):
+def pack_weight(weight, spec, *, n=None, candidate=-1, device=0, allow_dense=False):
     """Plans `spec` (an spmm spec) for the host integer matrix `weight` (M x K) and N = `n`
-    columns of B (None: the policy's defaults), and packs it."""
-    op = Op(spec, weight if n is not None else None, n or 0, candidate=candidate, device=device)
+    columns of B (None: the policy's defaults), and packs it. allow_dense: see Op (True needs
+    `n`: the dispatch compares the routes for the matrix and N; "force" does not)."""
+    op = Op(spec, weight if n is not None else None, n or 0, candidate=candidate, device=device,
+            allow_dense=allow_dense)
     if op.is_sddmm:
         raise Error(f"spec: pack_weight needs an spmm spec, got '{spec}'")
     return op.pack(weight)

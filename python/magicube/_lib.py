@@ -18,11 +18,13 @@ KIND_NAMES = {1: "invalid", 2: "compile", 3: "cuda", 4: "no-gpu", 5: "buffer-too
 INT8, UINT8, INT16, UINT16, INT32, INT64, FLOAT32, FLOAT16, BFLOAT16 = range(1, 10)
 ROW_MAJOR, COL_MAJOR = 0, 1
 BCRS, SRBCRS = 0, 1
-TEXT_PLAN, TEXT_SPEC, TEXT_KERNEL, TEXT_CHOSEN_BY = range(4)
+TEXT_PLAN, TEXT_SPEC, TEXT_KERNEL, TEXT_CHOSEN_BY, TEXT_ROUTE_WHY = range(5)
 (QUERY_OP, QUERY_V, QUERY_LHS_BITS, QUERY_RHS_BITS, QUERY_OUTPUT_DTYPE, QUERY_OUTPUT_ELEMENT_BYTES,
- QUERY_MAX_REDUCTION, QUERY_CANDIDATE, QUERY_DEVICE, QUERY_SCALE, QUERY_BIAS) = range(11)
+ QUERY_MAX_REDUCTION, QUERY_CANDIDATE, QUERY_DEVICE, QUERY_SCALE, QUERY_BIAS, QUERY_ROUTE) = range(12)
+DENSE_NEVER, DENSE_ALLOWED, DENSE_FORCED = range(3)
 PACKED_HEADER_BYTES = 256
 PACKED_MAGIC = 0x4B5043414D
+PACKED_FORMAT_VERSION = 2
 
 
 class Error(Exception):
@@ -50,6 +52,11 @@ class OpOptions(ctypes.Structure):
     _fields_ = [("candidate", c_int), ("device", c_int)]
 
 
+class OpOptionsEx(ctypes.Structure):
+    """magicube_op_options_ex: `size` first (sizeof as this binding knows it)."""
+    _fields_ = [("size", c_size_t), ("candidate", c_int), ("device", c_int), ("dense", c_int)]
+
+
 _HEADER_FIELDS = ["magic", "format_version", "op", "plan_fingerprint", "rows", "cols", "v", "num_blocks",
                   "max_block_length", "num_slots", "num_vectors", "stride", "total_bytes", "row_ptr_offset",
                   "col_idx_offset", "bcrs_ptr_offset", "num_planes"]
@@ -58,7 +65,8 @@ _HEADER_FIELDS = ["magic", "format_version", "op", "plan_fingerprint", "rows", "
 class PackedHeader(ctypes.Structure):
     """magicube_packed_header: 32 int64 values (a packed blob's first 256 bytes)."""
     _fields_ = ([(f, c_int64) for f in _HEADER_FIELDS] + [("plane_offset", c_int64 * 4), ("plane_bytes", c_int64 * 4),
-                                                           ("reserved", c_int64 * 7)])
+                                                           ("route", c_int64), ("dense_offset", c_int64),
+                                                           ("dense_bytes", c_int64), ("reserved", c_int64 * 4)])
 
     def to_list(self):
         return list((c_int64 * 32).from_buffer_copy(bytes(self)))
@@ -122,6 +130,7 @@ def _declare(lib):
     fn("magicube_version", c_char_p)
     fn("magicube_plan_describe", c_int, c_char_p, c_char_p, c_size_t, POINTER(c_size_t))
     fn("magicube_op_create", c_int, c_char_p, POINTER(Matrix), c_int64, POINTER(OpOptions), POINTER(c_void_p))
+    fn("magicube_op_create_ex", c_int, c_char_p, POINTER(Matrix), c_int64, POINTER(OpOptionsEx), POINTER(c_void_p))
     fn("magicube_op_destroy", None, c_void_p)
     fn("magicube_op_text", c_int, c_void_p, c_int, c_char_p, c_size_t, POINTER(c_size_t))
     fn("magicube_op_query", c_int, c_void_p, c_int, POINTER(c_int64))

@@ -25,8 +25,8 @@ _OUT_DTYPES = {"i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f1
 _IN_DTYPES = {torch.int8: _lib.INT8, torch.uint8: _lib.UINT8, torch.int16: _lib.INT16, torch.int32: _lib.INT32}
 if hasattr(torch, "uint16"):
     _IN_DTYPES[torch.uint16] = _lib.UINT16
-# header fields (magicube_packed_header): rows 4, cols 5, v 6, num_slots 9, num_vectors 10
-_ROWS, _COLS, _V, _SLOTS, _VECTORS = 4, 5, 6, 9, 10
+# header fields (magicube_packed_header): rows 4, cols 5, v 6, num_slots 9, num_vectors 10, route 25
+_ROWS, _COLS, _V, _SLOTS, _VECTORS, _ROUTE = 4, 5, 6, 9, 10, 25
 
 
 def _out_dtype(spec):
@@ -39,12 +39,15 @@ def _out_dtype(spec):
 _ops, _ops_lock = {}, threading.Lock()
 
 
-def _op(spec, candidate, device):
-    key = (spec, candidate, device)
+def _op(spec, candidate, device, dense=False):
+    """The op of a packed weight's spec on a device; `dense`: its header says the dense route
+    (a forced dense op: its cuBLASLt plans are made on first use with each shape, the
+    heuristic's first algorithm)."""
+    key = (spec, candidate, device, dense)
     with _ops_lock:
         op = _ops.get(key)
         if op is None:
-            op = _ops[key] = _api.Op(spec, candidate=candidate, device=device)
+            op = _ops[key] = _api.Op(spec, candidate=candidate, device=device, allow_dense="force" if dense else False)
         return op
 
 
@@ -84,7 +87,7 @@ def _spmm_cuda(packed, header, b, spec, candidate, b_transposed, out_transposed,
     b = b.contiguous()
     n = b.shape[0] if b_transposed else b.shape[1]
     dev = _device_index(b)
-    op = _op(spec, candidate, dev)
+    op = _op(spec, candidate, dev, h.route == 1)
     out = torch.empty((n, m) if out_transposed else (m, n), dtype=_out_dtype(spec), device=b.device)
     bd = _dense(b, _lib.COL_MAJOR if b_transposed else _lib.ROW_MAJOR, "b")
     cd = _lib.Dense(out.data_ptr(), op.output_dtype, _lib.COL_MAJOR if out_transposed else _lib.ROW_MAJOR)
@@ -199,16 +202,38 @@ def _default_arch():
     return "sm_90"
 
 
+def _round_once(y, dtype):
+    """float64 -> dtype rounded once to nearest even (as the kernels' epilogue rounds), not
+    twice through float32: y is rounded to float32 by truncation with a sticky last bit
+    (round-to-odd), which the float32 -> bf16/f16 rounding then rounds correctly."""
+    if dtype in (torch.float32, torch.float64):
+        return y.to(dtype)
+    f = y.float()
+    back = f.double()
+    inexact = back != y
+    bits = f.view(torch.int32)
+    bits = torch.where(inexact & (back.abs() > y.abs()), bits - 1, bits)  # toward zero (sign-magnitude)
+    bits = torch.where(inexact, bits | 1, bits)
+    return bits.view(torch.float32).to(dtype)
+
+
 class SparseLinear(torch.nn.Module):
     """y = x W^T (+ bias), W (out_features x in_features) int8 and V x 1 vector-sparse with a
     per-output-channel scale; x is quantized per token to int8 on the fly and the exact int32
     product is dequantized in the kernel's epilogue (w_scale[o] * x_scale[t] (+ bias[o]),
     rounded once) into `out_dtype` (bf16, f16 or f32).
 
-    The packed weight is the buffer `packed` (uint8; moves with .to()/.cuda(), saved in the
-    state dict); `header`, `spec` and `candidate` are plain attributes."""
+    allow_dense: True lets the dispatch run the layer as a dense int8 GEMM (cuBLASLt) where
+    that is faster for the weight and `n_hint` tokens; "force" always. The dense route keeps a
+    dense int8 copy of W (out x in bytes) as `packed` instead of the sparse one and returns the
+    exact int32 product, which the layer dequantizes the same way in float64 (rounded once:
+    equal to the sparse route's fused epilogue). `route` says which.
 
-    def __init__(self, weight_q, weight_scale, bias=None, *, v=8, out_dtype=torch.bfloat16, arch=None, n_hint=256):
+    The packed weight is the buffer `packed` (uint8; moves with .to()/.cuda(), saved in the
+    state dict); `header`, `spec`, `candidate` and `route` are plain attributes."""
+
+    def __init__(self, weight_q, weight_scale, bias=None, *, v=8, out_dtype=torch.bfloat16, arch=None, n_hint=256,
+                 allow_dense=False):
         super().__init__()
         out = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}.get(out_dtype)
         if out is None:
@@ -216,8 +241,18 @@ class SparseLinear(torch.nn.Module):
         if weight_q.dtype != torch.int8 or weight_q.dim() != 2:
             raise Error(f"weight_q: an int8 matrix is needed, got {weight_q.dtype} {tuple(weight_q.shape)}")
         self.out_features, self.in_features = weight_q.shape
-        spec = f"spmm.s8xs8.v{v}.{out}+rc{'+rowbias' if bias is not None else ''}.{arch or _default_arch()}"
-        packed = _api.pack_weight(weight_q.detach().cpu().numpy(), spec, n=n_hint)
+        arch = arch or _default_arch()
+        w = weight_q.detach().cpu().numpy()
+        packed = None
+        if _api._dense_option(allow_dense) != _lib.DENSE_NEVER:
+            # The dense route computes an int32 product; the layer dequantizes it.
+            packed = _api.pack_weight(w, f"spmm.s8xs8.v{v}.i32.{arch}", n=n_hint, allow_dense=allow_dense)
+            if packed.op.route != "dense":
+                packed = None
+        if packed is None:
+            spec = f"spmm.s8xs8.v{v}.{out}+rc{'+rowbias' if bias is not None else ''}.{arch}"
+            packed = _api.pack_weight(w, spec, n=n_hint)
+        self.route = packed.op.route
         self.spec, self.candidate, self.header = packed.op.spec, packed.op.candidate, tuple(packed.header_list)
         self.out_dtype = out_dtype
         # Every buffer on the weight's device (.to()/.cuda() move them together later).
@@ -237,9 +272,18 @@ class SparseLinear(torch.nn.Module):
     def forward(self, x):
         lead = x.shape[:-1]
         xq, xs = quantize_per_token(x.reshape(-1, self.in_features))
-        y = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
-                                    self.weight_scale, xs, self.bias)
+        if self.route == "dense":
+            acc = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
+                                          None, None, None)  # (tokens, out) int32, exact
+            y = acc.double() * self.weight_scale.double()[None, :] * xs.double()[:, None]  # as the epilogue: acc*r*c
+            if self.bias is not None:
+                y = y + self.bias.double()[None, :]
+            y = _round_once(y, self.out_dtype)
+        else:
+            y = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
+                                        self.weight_scale, xs, self.bias)
         return y.reshape(*lead, self.out_features)
 
     def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, spec={self.spec}"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, spec={self.spec}, "
+                f"route={self.route}")

@@ -96,3 +96,87 @@ def test_sparse_linear_matches_a_reference_and_compiles(gpu):
     compiled = torch.compile(layer, fullgraph=True)
     # Inductor may fuse the per-token quantization differently (ties of x / scale): close, not equal.
     torch.testing.assert_close(compiled(x).float(), y.float(), rtol=0.02, atol=0.02 * float(y.abs().max()))
+
+
+def _dense_weight(a, spec, n):
+    try:
+        return magicube.pack_weight(a, spec, n=n, allow_dense="force")
+    except magicube.Error as e:
+        if "dense route unavailable" in str(e):
+            pytest.skip(str(e))
+        raise
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 512])
+def test_numpy_spmm_dense_route_every_layout(gpu, n):
+    rng = np.random.default_rng(100 + n)
+    a = vector_sparse(rng, 77, 256, 8, 0.5)  # M not a multiple of V
+    b = rng.integers(-128, 128, size=(256, n)).astype(np.int8)
+    w = _dense_weight(a, "spmm.s8xs8.v8.i32.sm_80", n)
+    assert w.op.route == "dense" and w.header.route == 1
+    w.op.load()
+    want = _ref(a, b)
+    assert np.array_equal(magicube.spmm(w, b), want)
+    assert np.array_equal(magicube.spmm(w, b, out_layout="col"), want.T)
+    bt = np.ascontiguousarray(b.T)
+    assert np.array_equal(magicube.spmm(w, bt, b_layout="col", out_layout="col"), want.T)
+    assert np.array_equal(magicube.spmm(w, bt, b_layout="col"), want)
+
+
+def test_torch_dense_route_device_layouts_and_graphs(gpu):
+    torch = pytest.importorskip("torch")
+    import magicube.torch as mt
+    rng = np.random.default_rng(17)
+    a = vector_sparse(rng, 96, 256, 8, 0.5)
+    w = _dense_weight(a, "spmm.s8xs8.v8.i32.sm_80", 64)
+    for n in (1, 16, 512):
+        x = torch.randint(-128, 128, (n, 256), dtype=torch.int8, device="cuda")
+        want = torch.from_numpy(_ref(a, x.cpu().numpy().T)).cuda()
+        y = magicube.spmm(w, x, b_layout="col", out_layout="col")  # DLPack path: X read in place, C^T directly
+        assert torch.equal(y.long(), want.T)
+        y2 = mt.spmm(w, x.t().contiguous())  # torch op, K x N -> M x N (B transposed in the workspace)
+        assert torch.equal(y2.long(), want)
+    x = torch.randint(-128, 128, (64, 256), dtype=torch.int8, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        mt.spmm(w, x, b_transposed=True, out_transposed=True)  # warm-up: plans and kernels loaded
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        yg = mt.spmm(w, x, b_transposed=True, out_transposed=True)
+    x.copy_(torch.randint(-128, 128, (64, 256), dtype=torch.int8, device="cuda"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(yg.long(), torch.from_numpy(_ref(a, x.cpu().numpy().T)).cuda().T)
+
+
+def test_sparse_linear_dense_route_matches_the_sparse_route(gpu):
+    torch = pytest.importorskip("torch")
+    import magicube.torch as mt
+    torch.manual_seed(3)
+    lin = torch.nn.Linear(512, 256).cuda()
+    sparse = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.5, v=8).cuda()
+    try:
+        dense = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.5, v=8, allow_dense="force").cuda()
+    except magicube.Error as e:
+        if "dense route unavailable" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert sparse.route == "sparse" and dense.route == "dense" and ".i32." in dense.spec
+    assert dense.packed.numel() == dense.header[12] and dense.header[25] == 1
+    x = torch.randn(4, 9, 512, device="cuda")
+    y, yd = sparse(x), dense(x)
+    assert yd.dtype == torch.bfloat16 and yd.shape == y.shape
+    # The same integers, dequantized in float64 and rounded once: the fused epilogue's value
+    # (equal but where the kernel's double arithmetic contracts to an FMA: one bf16 ulp).
+    torch.testing.assert_close(yd.float(), y.float(), rtol=2 ** -7, atol=0)
+    xq, xs = mt.quantize_per_token(x.reshape(-1, 512))
+    wq, ws = mt.prune_and_quantize(lin.weight, 0.5, 8)
+    ref = ((xq.double() @ wq.double().T) * ws.double()[None, :] * xs.double()[:, None] +
+           lin.bias.double()[None, :]).reshape(4, 9, 256)
+    diff = (yd.double() - ref).abs() / ref.abs().clamp(min=1e-3)
+    assert diff.max() <= 2 ** -8  # one rounding to bf16
+    allowed = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.5, v=8, allow_dense=True, n_hint=4096).cuda()
+    torch.testing.assert_close(allowed(x).float(), y.float(), rtol=2 ** -7, atol=0)
+    compiled = torch.compile(dense, fullgraph=True)
+    torch.testing.assert_close(compiled(x).float(), yd.float(), rtol=0.02, atol=0.02 * float(yd.abs().max()))

@@ -26,7 +26,7 @@ def test_pack_weight_header_and_blob():
     p = magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", n=64)
     assert (p.rows, p.cols) == (40, 96)
     h = p.header
-    assert h.magic == 0x4B5043414D and h.format_version == 1 and h.op == 0 and h.v == 8
+    assert h.magic == 0x4B5043414D and h.format_version == 2 and h.op == 0 and h.route == 0 and h.v == 8
     nvec = sum(int((w[b:b + 8] != 0).any(axis=0).sum()) for b in range(0, 40, 8))
     assert h.num_vectors == nvec
     assert h.total_bytes == p.nbytes and p.nbytes % 256 == 0
@@ -104,3 +104,50 @@ def test_a_valid_run_needs_a_gpu():
     with pytest.raises(magicube.Error) as e:
         magicube.spmm(w, np.zeros((32, 4), np.int8))
     assert e.value.kind == "no-gpu" and str(e.value).startswith("no GPU: ")
+
+
+def _dense_or_skip(w, spec, **kw):
+    try:
+        return magicube.pack_weight(w, spec, allow_dense="force", **kw)
+    except magicube.Error as e:
+        if "dense route unavailable" in str(e):
+            pytest.skip(str(e))
+        raise
+
+
+def test_dense_route_is_opt_in_and_refused_where_it_cannot_compute():
+    rng = np.random.default_rng(11)
+    w = vector_sparse(rng, 40, 96, 8, 0.3)
+    p = magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", n=64)
+    assert p.op.route == "sparse" and p.op.route_why == "" and p.header.route == 0
+    allowed = magicube.Op("spmm.s8xs8.v8.i32.sm_90", allow_dense=True)
+    assert allowed.route == "sparse" and allowed.route_why == "no matrix given"
+    assert magicube.Op("spmm.s8xs8.v8.i32.sm_90", w, 64, allow_dense=True).route_why != ""
+    with pytest.raises(magicube.Error, match=r"lhs u8 does not fit int8"):
+        magicube.pack_weight(w.astype(np.uint8) & 0x7F, "spmm.u8xs8.v8.i32.sm_90", allow_dense="force")
+    with pytest.raises(magicube.Error, match=r"the dense route writes int32 only \(out is bf16\)"):
+        magicube.pack_weight(w, "spmm.s8xs8.v8.bf16+rc.sm_90", allow_dense="force")
+    with pytest.raises(magicube.Error, match="allow_dense: 'yes'"):
+        magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", allow_dense="yes")
+
+
+def test_dense_packed_weight_holds_a_dense_copy():
+    rng = np.random.default_rng(12)
+    w = vector_sparse(rng, 44, 96, 4, 0.4)  # M not a multiple of V = 8... of 4 here: 11 row-blocks
+    p = _dense_or_skip(w, "spmm.s8xs8.v4.i32.sm_90", n=16)
+    assert p.op.route == "dense" and p.op.route_why == "asked for"
+    h = p.header
+    assert h.format_version == 2 and h.route == 1 and h.num_planes == 0
+    assert h.dense_bytes == 44 * 96 and h.dense_offset % 256 == 0 and h.total_bytes == p.nbytes
+    assert np.array_equal(p.blob[h.dense_offset:h.dense_offset + h.dense_bytes].view(np.int8).reshape(44, 96), w)
+    q = magicube.Packed.from_bytes(p.op, p.blob.tobytes())
+    assert q.header_list == p.header_list and q.header_list[25] == 1
+    old = p.blob.copy()
+    old[8] = 1  # format_version = 1
+    with pytest.raises(magicube.Error, match="format version 1, written before the dense route"):
+        magicube.Packed.from_bytes(p.op, old)
+    # A sparse op refuses the dense blob (and the other way round) before any device work.
+    sparse = magicube.Op(p.op.spec, candidate=p.op.candidate)
+    b = np.zeros((96, 16), np.int8)
+    with pytest.raises(magicube.Error, match="packed for the dense route, but this op"):
+        magicube.spmm(magicube.Packed(sparse, p.blob, p.header), b)

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -192,7 +194,7 @@ TEST(CApi, PackWritesASelfDescribingBlob) {
   magicube::Packed p = op.pack(magicube::dense_matrix(w.data(), 24, 40));
   const magicube_packed_header &h = p.header();
   EXPECT_EQ(h.magic, MAGICUBE_PACKED_MAGIC);
-  EXPECT_EQ(h.format_version, 1);
+  EXPECT_EQ(h.format_version, MAGICUBE_PACKED_FORMAT_VERSION);
   EXPECT_EQ(h.op, 0);
   EXPECT_EQ(h.rows, 24);
   EXPECT_EQ(h.cols, 40);
@@ -407,6 +409,224 @@ TEST(CApiGpu, SpmmHostOperandsMatchTheReferenceInEveryLayout) {
           }
       }
   }
+}
+
+// ---- the dense route ---------------------------------------------------------------------
+
+std::string op_text(const magicube_op *op, int kind) {
+  size_t needed = 0;
+  EXPECT_EQ(magicube_op_text(op, kind, nullptr, 0, &needed), MAGICUBE_SUCCESS) << magicube_last_error();
+  std::string s(needed, '\0');
+  EXPECT_EQ(magicube_op_text(op, kind, &s[0], s.size(), &needed), MAGICUBE_SUCCESS) << magicube_last_error();
+  s.resize(needed - 1);
+  return s;
+}
+
+// A forced dense op for `w` (rows x cols) and N = n; null, with *why, where the library
+// refuses the dense route on this machine (libcublasLt not loadable).
+magicube_op *forced_dense(const char *spec, const std::vector<int8_t> &w, int64_t rows, int64_t cols, int64_t n,
+                          std::string *why) {
+  const magicube_matrix m = magicube::dense_matrix(w.data(), rows, cols);
+  const magicube_op_options_ex o{sizeof(magicube_op_options_ex), -1, 0, MAGICUBE_DENSE_FORCED};
+  magicube_op *op = nullptr;
+  if (magicube_op_create_ex(spec, &m, n, &o, &op) != MAGICUBE_SUCCESS) *why = magicube_last_error();
+  return op;
+}
+
+TEST(CApi, DenseOptionsAreSizedAndChecked) {
+  const auto w = small_weight();
+  const magicube_matrix m = magicube::dense_matrix(w.data(), 24, 40);
+  magicube_op *op = nullptr;
+  auto expect_invalid = [&](int status, const std::string &needle) {
+    EXPECT_EQ(status, MAGICUBE_ERROR_INVALID) << magicube_last_error();
+    EXPECT_NE(std::string(magicube_last_error()).find(needle), std::string::npos) << magicube_last_error();
+  };
+  // NULL options and the plain create: the sparse route, no reason asked.
+  ASSERT_EQ(magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &m, 64, nullptr, &op), MAGICUBE_SUCCESS);
+  int64_t route = -1;
+  ASSERT_EQ(magicube_op_query(op, MAGICUBE_QUERY_ROUTE, &route), MAGICUBE_SUCCESS);
+  EXPECT_EQ(route, 0);
+  EXPECT_EQ(op_text(op, MAGICUBE_TEXT_ROUTE_WHY), "");
+  magicube_op_destroy(op);
+  // A caller whose header ended before `dense`: its size covers candidate and device only.
+  magicube_op_options_ex o{offsetof(magicube_op_options_ex, dense), -1, 0, MAGICUBE_DENSE_FORCED};
+  ASSERT_EQ(magicube_op_create_ex("spmm.u8xs8.v8.i32.sm_90", &m, 64, &o, &op), MAGICUBE_SUCCESS)
+      << magicube_last_error();  // `dense` past the size: Never, so u8 is fine
+  ASSERT_EQ(magicube_op_query(op, MAGICUBE_QUERY_ROUTE, &route), MAGICUBE_SUCCESS);
+  EXPECT_EQ(route, 0);
+  magicube_op_destroy(op);
+  o.size = 4;
+  expect_invalid(magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op), "options.size: 4 (allowed: ");
+  o.size = sizeof(magicube_op_options_ex) + 8;
+  expect_invalid(magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op), "options.size");
+  o.size = sizeof o;
+  o.dense = 3;
+  expect_invalid(magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op),
+                 "options.dense: 3 (allowed: 0 never, 1 allowed, 2 forced)");
+  o.dense = MAGICUBE_DENSE_NEVER;
+  o.candidate = -5;
+  expect_invalid(magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op), "options.candidate: -5");
+  o.candidate = -1;
+  // Allowed: without a matrix nothing to compare; with one, the dispatch's reason.
+  o.dense = MAGICUBE_DENSE_ALLOWED;
+  ASSERT_EQ(magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", nullptr, 0, &o, &op), MAGICUBE_SUCCESS);
+  EXPECT_EQ(op_text(op, MAGICUBE_TEXT_ROUTE_WHY), "no matrix given");
+  magicube_op_destroy(op);
+  ASSERT_EQ(magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op), MAGICUBE_SUCCESS);
+  EXPECT_FALSE(op_text(op, MAGICUBE_TEXT_ROUTE_WHY).empty());
+  magicube_op_destroy(op);
+  ASSERT_EQ(magicube_op_create_ex("sddmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op), MAGICUBE_SUCCESS);  // ignored
+  ASSERT_EQ(magicube_op_query(op, MAGICUBE_QUERY_ROUTE, &route), MAGICUBE_SUCCESS);
+  EXPECT_EQ(route, 0);
+  magicube_op_destroy(op);
+  // Forced: refused, naming why, where the route cannot compute the op.
+  o.dense = MAGICUBE_DENSE_FORCED;
+  expect_invalid(magicube_op_create_ex("spmm.u8xs8.v8.i32.sm_90", &m, 64, &o, &op),
+                 "route: the dense route cannot run spmm.u8xs8.v8.i32.sm_90: lhs u8 does not fit int8 (the dense route "
+                 "takes signed up to 8 bits, unsigned up to 7)");
+  expect_invalid(magicube_op_create_ex("spmm.s8xs8.v8.f16+rc.sm_90", &m, 64, &o, &op),
+                 "the dense route writes int32 only (out is f16)");
+  expect_invalid(magicube_op_create_ex("sddmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op),
+                 "dense: the dense route runs SpMM only");
+  // The C++ header passes the option through.
+  magicube::OpOptions hpp;
+  hpp.dense = MAGICUBE_DENSE_ALLOWED;
+  magicube::Op allowed("spmm.s8xs8.v8.i32.sm_90", hpp);
+  EXPECT_FALSE(allowed.dense());
+  EXPECT_EQ(allowed.route_why(), "no matrix given");
+}
+
+TEST(CApi, DensePackedBlobRoundTrips) {
+  // M = 24 (3 row-blocks of V = 8), K = 40.
+  const auto w = small_weight();
+  std::string why;
+  magicube_op *raw = forced_dense("spmm.s8xs8.v8.i32.sm_90", w, 24, 40, 16, &why);
+  if (!raw) {
+    EXPECT_NE(why.find("route: dense route unavailable"), std::string::npos) << why;
+    GTEST_SKIP() << why;
+  }
+  std::unique_ptr<magicube_op, void (*)(magicube_op *)> op(raw, magicube_op_destroy);
+  int64_t route = -1;
+  ASSERT_EQ(magicube_op_query(op.get(), MAGICUBE_QUERY_ROUTE, &route), MAGICUBE_SUCCESS);
+  EXPECT_EQ(route, 1);
+  EXPECT_EQ(op_text(op.get(), MAGICUBE_TEXT_ROUTE_WHY), "asked for");
+  const magicube_matrix m = magicube::dense_matrix(w.data(), 24, 40);
+  magicube_packed *pp = nullptr;
+  ASSERT_EQ(magicube_pack(op.get(), &m, &pp), MAGICUBE_SUCCESS) << magicube_last_error();
+  std::unique_ptr<magicube_packed, void (*)(magicube_packed *)> p(pp, magicube_packed_destroy);
+  const magicube_packed_header &h = *magicube_packed_get_header(p.get());
+  EXPECT_EQ(h.format_version, 2);
+  EXPECT_EQ(h.route, 1);
+  EXPECT_EQ(h.op, 0);
+  EXPECT_EQ(h.rows, 24);
+  EXPECT_EQ(h.cols, 40);
+  EXPECT_EQ(h.num_planes, 0);
+  EXPECT_EQ(h.row_ptr_offset, 0);
+  EXPECT_EQ(h.num_vectors, 4);  // A's layout is still described
+  EXPECT_EQ(h.dense_offset % 256, 0);
+  EXPECT_EQ(h.dense_bytes, 24 * 40);
+  EXPECT_EQ(size_t(h.total_bytes), magicube_packed_bytes(p.get()));
+  const auto *blob = static_cast<const uint8_t *>(magicube_packed_data(p.get()));
+  EXPECT_EQ(std::memcmp(blob + h.dense_offset, w.data(), w.size()), 0);  // A, row-major int8
+  EXPECT_EQ(std::memcmp(blob, &h, sizeof h), 0);
+  magicube_packed_header read{};
+  ASSERT_EQ(magicube_packed_read_header(blob, size_t(h.total_bytes), &read), MAGICUBE_SUCCESS) << magicube_last_error();
+  EXPECT_EQ(std::memcmp(&read, &h, sizeof h), 0);
+
+  // Foreign, old or inconsistent headers are refused by name.
+  std::vector<uint8_t> copy(blob, blob + h.total_bytes);
+  auto refused = [&](auto edit, const std::string &needle) {
+    std::vector<uint8_t> c = copy;
+    magicube_packed_header x;
+    std::memcpy(&x, c.data(), sizeof x);
+    edit(x);
+    std::memcpy(c.data(), &x, sizeof x);
+    EXPECT_EQ(magicube_packed_read_header(c.data(), c.size(), &read), MAGICUBE_ERROR_INVALID);
+    EXPECT_NE(std::string(magicube_last_error()).find(needle), std::string::npos) << magicube_last_error();
+  };
+  refused([](magicube_packed_header &x) { x.format_version = 1; },
+          "packed: format version 1, written before the dense route (this library reads version 2): pack the matrix "
+          "again");
+  refused([](magicube_packed_header &x) { x.format_version = 3; }, "format version 3 (this library reads version 2)");
+  refused([](magicube_packed_header &x) { x.route = 2; }, "packed: route 2 (allowed: 0 sparse, 1 dense)");
+  refused([](magicube_packed_header &x) { x.dense_bytes -= 1; }, "the dense copy has 959 bytes for A of 24 x 40");
+  refused([](magicube_packed_header &x) { x.dense_offset += 16; }, "not 256-byte aligned");
+  refused([](magicube_packed_header &x) { x.dense_offset = x.total_bytes; }, "the dense copy lies outside the blob");
+  refused([](magicube_packed_header &x) { x.op = 1; }, "a dense copy in an SDDMM mask");
+  refused([](magicube_packed_header &x) { x.route = 0; }, "a sparse blob (route 0) names a dense copy");
+
+  // A blob of the other route is refused by the workspace query and the run.
+  magicube::Op sparse("spmm.s8xs8.v8.i32.sm_90", magicube::dense_matrix(w.data(), 24, 40), 16);
+  magicube::Packed ps = sparse.pack(magicube::dense_matrix(w.data(), 24, 40));
+  EXPECT_EQ(ps.header().route, 0);
+  EXPECT_EQ(ps.header().dense_bytes, 0);
+  void *dev = reinterpret_cast<void *>(uintptr_t(0x10000));
+  const magicube_dense b{dev, MAGICUBE_INT8, MAGICUBE_COL_MAJOR}, c{dev, MAGICUBE_INT32, MAGICUBE_COL_MAJOR};
+  size_t bytes = 0;
+  if (ps.header().plan_fingerprint == h.plan_fingerprint) {  // the same plan: only the route differs
+    EXPECT_EQ(magicube_spmm_workspace_bytes(op.get(), &ps.header(), &b, 16, &c, &bytes), MAGICUBE_ERROR_INVALID);
+    EXPECT_NE(std::string(magicube_last_error()).find("packed: packed for the sparse route, but this op"),
+              std::string::npos)
+        << magicube_last_error();
+    EXPECT_EQ(magicube_spmm_workspace_bytes(sparse.get(), &h, &b, 16, &c, &bytes), MAGICUBE_ERROR_INVALID);
+    EXPECT_NE(std::string(magicube_last_error()).find("runs the sparse route: pack it with this op"),
+              std::string::npos)
+        << magicube_last_error();
+  }
+  // A misaligned blob is refused before any device work.
+  void *odd = reinterpret_cast<void *>(uintptr_t(0x10010));
+  EXPECT_EQ(magicube_spmm_run(op.get(), &h, odd, &b, 16, &c, nullptr, dev, size_t(64) << 20, nullptr),
+            MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("a_packed: the address is not aligned to 256 bytes"),
+            std::string::npos)
+      << magicube_last_error();
+}
+
+TEST(CApi, DenseWorkspaceSizes) {
+  // M = 64, K = 4096.
+  std::vector<int8_t> w(64 * 4096, 0);
+  for (int i = 0; i < 64 * 4096; i += 97) w[size_t(i)] = int8_t(i % 7 - 3);
+  std::string why;
+  magicube_op *raw = forced_dense("spmm.s8xs8.v8.i32.sm_90", w, 64, 4096, 512, &why);
+  if (!raw) GTEST_SKIP() << why;
+  std::unique_ptr<magicube_op, void (*)(magicube_op *)> op(raw, magicube_op_destroy);
+  const magicube_matrix m = magicube::dense_matrix(w.data(), 64, 4096);
+  magicube_packed *pp = nullptr;
+  ASSERT_EQ(magicube_pack(op.get(), &m, &pp), MAGICUBE_SUCCESS) << magicube_last_error();
+  std::unique_ptr<magicube_packed, void (*)(magicube_packed *)> p(pp, magicube_packed_destroy);
+  const magicube_packed_header *h = magicube_packed_get_header(p.get());
+  void *aligned = reinterpret_cast<void *>(uintptr_t(0x10000)), *off16 = reinterpret_cast<void *>(uintptr_t(0x10010));
+  auto ws = [&](void *bp, magicube_dtype bt, magicube_layout bl, int64_t n, void *cp, magicube_layout cl) {
+    const magicube_dense b{bp, bt, bl}, c{cp, MAGICUBE_INT32, cl};
+    size_t bytes = 0;
+    EXPECT_EQ(magicube_spmm_workspace_bytes(op.get(), h, &b, n, &c, &bytes), MAGICUBE_SUCCESS) << magicube_last_error();
+    return bytes;
+  };
+  const size_t lt = size_t(32) << 20;  // cuBLASLt's workspace
+  // X (N x K int8, 256-byte aligned) is the GEMM's Bt: read in place; C in either layout written directly.
+  EXPECT_EQ(ws(aligned, MAGICUBE_INT8, MAGICUBE_COL_MAJOR, 512, aligned, MAGICUBE_ROW_MAJOR), lt);
+  EXPECT_EQ(ws(aligned, MAGICUBE_INT8, MAGICUBE_COL_MAJOR, 7, aligned, MAGICUBE_COL_MAJOR), lt);
+  // B as K x N, in a wider dtype or misaligned: transposed into N x K int8 in the workspace.
+  EXPECT_EQ(ws(aligned, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR, 512, aligned, MAGICUBE_ROW_MAJOR), lt + 512 * 4096);
+  EXPECT_EQ(ws(aligned, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR, 7, aligned, MAGICUBE_ROW_MAJOR), lt + 7 * 4096);
+  EXPECT_EQ(ws(aligned, MAGICUBE_INT16, MAGICUBE_COL_MAJOR, 7, aligned, MAGICUBE_ROW_MAJOR), lt + 7 * 4096);
+  EXPECT_EQ(ws(off16, MAGICUBE_INT8, MAGICUBE_COL_MAJOR, 7, aligned, MAGICUBE_ROW_MAJOR), lt + 7 * 4096);
+  // C not 256-byte aligned: the GEMM writes the other layout into the workspace, a transpose moves it.
+  EXPECT_EQ(ws(aligned, MAGICUBE_INT8, MAGICUBE_COL_MAJOR, 5, off16, MAGICUBE_COL_MAJOR), lt + 1280);  // 64*5*4
+  EXPECT_EQ(ws(off16, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR, 5, off16, MAGICUBE_ROW_MAJOR), lt + 5 * 4096 + 1280);
+  // The output is int32 only; B's dtype must hold the rhs type.
+  const magicube_dense b{aligned, MAGICUBE_INT8, MAGICUBE_COL_MAJOR}, c{aligned, MAGICUBE_FLOAT32, MAGICUBE_ROW_MAJOR};
+  size_t bytes = 0;
+  EXPECT_EQ(magicube_spmm_workspace_bytes(op.get(), h, &b, 8, &c, &bytes), MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("c: dtype float32 but the op's output is int32"), std::string::npos)
+      << magicube_last_error();
+  // The workspace is checked by the run before any device work.
+  const magicube_dense ci{aligned, MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
+  EXPECT_EQ(magicube_spmm_run(op.get(), h, aligned, &b, 8, &ci, nullptr, aligned, lt - 1, nullptr),
+            MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("workspace: 33554431 bytes given, 33554432 needed"),
+            std::string::npos)
+      << magicube_last_error();
 }
 
 }  // namespace

@@ -7,10 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "compiler/planner.h"
 #include "jit/nvrtc.h"
+#include "runtime/dense_route.h"
 #include "runtime/packing.h"
 
 namespace {
@@ -158,6 +160,32 @@ TEST(Repack, GeometryOfTheKernelPitch) {
   EXPECT_TRUE(g.transposed());
   EXPECT_EQ(capi::sddmm_pitch(1), 256);
   EXPECT_EQ(capi::sddmm_pitch(257), 512);
+}
+
+TEST(Repack, DenseRouteBtEqualsTheHostPackerInBothLayouts) {
+  // The dense route's B transposed to N x K int8 (runtime/dense_route.h's dense_rhs_t_int8),
+  // from B as K x N or as N x K, for signed and small unsigned values, N odd and 1.
+  std::mt19937_64 rng(41);
+  for (const ElemType &t : {ElemType{8, true}, ElemType{7, false}, ElemType{4, true}})
+    for (int64_t n : {1, 7, 64, 130}) {
+      const int64_t k = 72;
+      const std::vector<int64_t> b = random_values(rng, size_t(k * n), t);
+      const std::vector<int8_t> want = magicube::dense_rhs_t_int8(b, k, n);
+      for (bool col_major : {false, true}) {
+        const capi::RepackGeometry g = capi::dense_rhs_t_geometry(k, n, col_major);
+        ASSERT_EQ(g.chunks.size(), 1u);
+        EXPECT_EQ(g.plane_bytes(0), n * k);
+        const auto planes = capi::repack_cpu(col_major ? transpose(b, k, n) : b, g);
+        ASSERT_EQ(planes[0].size(), want.size());
+        EXPECT_EQ(std::memcmp(planes[0].data(), want.data(), want.size()), 0)
+            << t.str() << " n=" << n << (col_major ? " from N x K" : " from K x N");
+      }
+    }
+  for (capi::SrcType src : {capi::SrcType::I8, capi::SrcType::I16}) {
+    const std::string code = capi::repack_source(capi::dense_rhs_t_geometry(256, 33, false), src, "magicube_repack_bt");
+    auto cubin = magicube::nvrtc_compile(code, "repack.cu", 80, magicube::Emit::CUBIN);
+    EXPECT_TRUE(bool(cubin)) << (cubin ? "" : llvm::toString(cubin.takeError())) << "\n" << code;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 // magicube_sddmm_host, which upload and call the same run path as device pointers do.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
+#include <cstring>
 #include <random>
 
 #include "magicube/magicube.h"
@@ -182,6 +185,194 @@ TEST(CApiGpu, SddmmDeviceOperandsBothLayouts) {
         }
     }
   }
+}
+
+// ---- the dense route ---------------------------------------------------------------------
+
+// A forced dense op for A (m x k, int64 values) and N = n: null with *why where the dense
+// route is unavailable (libcublasLt not loadable).
+magicube_op *dense_op(const std::string &spec, std::vector<int64_t> &a64, int64_t m, int64_t k, int64_t n,
+                      std::string *why) {
+  const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
+  const magicube_op_options_ex o{sizeof(magicube_op_options_ex), -1, 0, MAGICUBE_DENSE_FORCED};
+  magicube_op *op = nullptr;
+  if (magicube_op_create_ex(spec.c_str(), &am, n, &o, &op) != MAGICUBE_SUCCESS) *why = magicube_last_error();
+  return op;
+}
+
+TEST(CApiGpu, DenseRouteHostOperandsEveryLayout) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(15);
+  const std::vector<SpmmCase> cases = {
+      {"spmm.s8xs8.v8.i32", MAGICUBE_INT8}, {"spmm.s4xu7.v4.i32", MAGICUBE_UINT8}, {"spmm.s8xs8.v8.i32", MAGICUBE_INT16}};
+  const int64_t m = 77, k = 256;  // M not a multiple of V
+  for (const SpmmCase &c : cases) {
+    const std::string spec = with_arch(c.spec);
+    const magicube::OpSpec s = magicube::parse_spec(spec);
+    magicube::VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, s.v, k / 2, s.lhs);
+    std::vector<int64_t> a64 = magicube::to_dense(a);
+    const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
+    for (int64_t n : {1, 7, 64, 512}) {
+      auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
+      const auto ref = magicube::reference_spmm(a, b, n);
+      std::string why;
+      OpHandle op;
+      op.op = dense_op(spec, a64, m, k, n, &why);
+      if (!op.op) GTEST_SKIP() << why;
+      int64_t route = 0;
+      ASSERT_EQ(magicube_op_query(op.op, MAGICUBE_QUERY_ROUTE, &route), MAGICUBE_SUCCESS);
+      ASSERT_EQ(route, 1);
+      ASSERT_EQ(magicube_op_load(op.op), MAGICUBE_SUCCESS) << magicube_last_error();
+      PackedHandle pa;
+      ASSERT_EQ(magicube_pack(op.op, &am, &pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
+      for (magicube_layout bl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR})
+        for (magicube_layout cl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR}) {
+          auto bsrc = as_dtype(bl == MAGICUBE_ROW_MAJOR ? b : transpose(b, k, n), c.b_dtype);
+          std::vector<uint8_t> out(size_t(m * n * 4), 0xab);
+          const magicube_dense bd{bsrc.data(), c.b_dtype, bl}, cd{out.data(), MAGICUBE_INT32, cl};
+          ASSERT_EQ(magicube_spmm_host(op.op, magicube_packed_get_header(pa.p), magicube_packed_data(pa.p), &bd, n, &cd,
+                                       nullptr),
+                    MAGICUBE_SUCCESS)
+              << spec << ": " << magicube_last_error();
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              const size_t at = size_t(cl == MAGICUBE_ROW_MAJOR ? i * n + j : j * m + i);
+              ASSERT_EQ(element(out, at, 4, true), ref[size_t(i * n + j)])
+                  << spec << " n=" << n << " b " << bl << " c " << cl << " at (" << i << ", " << j << ")";
+            }
+        }
+    }
+  }
+}
+
+// The driver's stream and graph calls, dlopen'ed as the library does (the test links no libcuda).
+#define MAGICUBE_TEST_STR2(x) #x
+#define MAGICUBE_TEST_STR(x) MAGICUBE_TEST_STR2(x)
+struct GraphApi {
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamDestroy) stream_destroy = nullptr;
+  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuStreamBeginCapture) begin_capture = nullptr;
+  decltype(&::cuStreamEndCapture) end_capture = nullptr;
+  decltype(&::cuGraphInstantiate) instantiate = nullptr;
+  decltype(&::cuGraphLaunch) launch = nullptr;
+  decltype(&::cuGraphExecDestroy) exec_destroy = nullptr;
+  decltype(&::cuGraphDestroy) graph_destroy = nullptr;
+  bool ok = false;
+  GraphApi() {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+#define MAGICUBE_TEST_SYM(field, fn) field = reinterpret_cast<decltype(field)>(dlsym(lib, MAGICUBE_TEST_STR(fn)))
+    MAGICUBE_TEST_SYM(stream_create, cuStreamCreate);
+    MAGICUBE_TEST_SYM(stream_destroy, cuStreamDestroy);
+    MAGICUBE_TEST_SYM(stream_synchronize, cuStreamSynchronize);
+    MAGICUBE_TEST_SYM(begin_capture, cuStreamBeginCapture);
+    MAGICUBE_TEST_SYM(end_capture, cuStreamEndCapture);
+    MAGICUBE_TEST_SYM(instantiate, cuGraphInstantiate);
+    MAGICUBE_TEST_SYM(launch, cuGraphLaunch);
+    MAGICUBE_TEST_SYM(exec_destroy, cuGraphExecDestroy);
+    MAGICUBE_TEST_SYM(graph_destroy, cuGraphDestroy);
+#undef MAGICUBE_TEST_SYM
+    ok = stream_create && stream_destroy && stream_synchronize && begin_capture && end_capture && instantiate &&
+         launch && exec_destroy && graph_destroy;
+  }
+};
+
+TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(16);
+  const std::string spec = with_arch("spmm.s8xs8.v8.i32");
+  const magicube::OpSpec s = magicube::parse_spec(spec);
+  const int64_t m = 77, k = 256, n = 64;
+  magicube::VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
+  std::vector<int64_t> a64 = magicube::to_dense(a);
+  const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
+  std::string why;
+  OpHandle op;
+  op.op = dense_op(spec, a64, m, k, n, &why);
+  if (!op.op) GTEST_SKIP() << why;
+  ASSERT_EQ(magicube_op_load(op.op), MAGICUBE_SUCCESS) << magicube_last_error();
+  PackedHandle pa;
+  ASSERT_EQ(magicube_pack(op.op, &am, &pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
+  const magicube_packed_header *h = magicube_packed_get_header(pa.p);
+  auto blob = magicube::DeviceBuffer::allocate(magicube_packed_bytes(pa.p));
+  ASSERT_TRUE(bool(blob));
+  ASSERT_FALSE(bool(blob->upload_bytes(magicube_packed_data(pa.p), magicube_packed_bytes(pa.p))));
+  auto bbuf = magicube::DeviceBuffer::allocate(size_t(k * n) + 256);
+  auto cbuf = magicube::DeviceBuffer::allocate(size_t(m * n) * 4 + 256);
+  ASSERT_TRUE(bbuf && cbuf);
+
+  // Runs on `stream` with B at byte offset b_off and C at c_off; the result in C's layout.
+  auto run = [&](const std::vector<int64_t> &b, magicube_layout bl, size_t b_off, magicube_layout cl, size_t c_off,
+                 CUstream stream, magicube::DeviceBuffer *ws_keep) {
+    std::vector<uint8_t> bsrc = as_dtype(bl == MAGICUBE_ROW_MAJOR ? b : transpose(b, k, n), MAGICUBE_INT8);
+    EXPECT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size(), b_off)));
+    EXPECT_FALSE(bool(cbuf->memset(0xab)));
+    const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr() + b_off), MAGICUBE_INT8, bl};
+    const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr() + c_off), MAGICUBE_INT32, cl};
+    size_t ws_bytes = 0;
+    EXPECT_EQ(magicube_spmm_workspace_bytes(op.op, h, &bd, n, &cd, &ws_bytes), MAGICUBE_SUCCESS) << magicube_last_error();
+    if (ws_keep->bytes() < ws_bytes) {
+      auto fresh = magicube::DeviceBuffer::allocate(ws_bytes);
+      if (!fresh) {
+        ADD_FAILURE() << llvm::toString(fresh.takeError());
+        return int(MAGICUBE_ERROR_CUDA);
+      }
+      *ws_keep = std::move(*fresh);
+    }
+    return magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, nullptr,
+                             reinterpret_cast<void *>(ws_keep->ptr()), ws_keep->bytes(), stream);
+  };
+  auto result = [&](magicube_layout cl, size_t c_off) {
+    std::vector<int32_t> c(size_t(m * n));
+    EXPECT_FALSE(bool(cbuf->download_bytes(c.data(), c.size() * 4, c_off)));
+    std::vector<int64_t> out(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) out[size_t(i * n + j)] = c[size_t(cl == MAGICUBE_ROW_MAJOR ? i * n + j : j * m + i)];
+    return out;
+  };
+  magicube::DeviceBuffer ws;
+  for (size_t b_off : {size_t(0), size_t(16)})
+    for (magicube_layout bl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR})
+      for (size_t c_off : {size_t(0), size_t(4)})
+        for (magicube_layout cl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR}) {
+          auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
+          ASSERT_EQ(run(b, bl, b_off, cl, c_off, nullptr, &ws), MAGICUBE_SUCCESS) << magicube_last_error();
+          ASSERT_FALSE(bool(ctx->synchronize()));
+          EXPECT_EQ(result(cl, c_off), magicube::reference_spmm(a, b, n))
+              << "b " << bl << " +" << b_off << ", c " << cl << " +" << c_off;
+        }
+
+  // A CUDA graph: a run (B repacked from K x N, C^T written directly) captured after a warm-up
+  // run on the stream, replayed on new values of B.
+  GraphApi g;
+  if (!g.ok) GTEST_SKIP() << "libcuda.so.1 lacks the stream capture calls";
+  CUstream stream = nullptr;
+  ASSERT_EQ(g.stream_create(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
+  ASSERT_EQ(run(b, MAGICUBE_ROW_MAJOR, 0, MAGICUBE_COL_MAJOR, 0, stream, &ws), MAGICUBE_SUCCESS) << magicube_last_error();
+  ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
+  ASSERT_EQ(g.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
+  const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr()), MAGICUBE_INT32, MAGICUBE_COL_MAJOR};
+  const int status = magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, nullptr,
+                                       reinterpret_cast<void *>(ws.ptr()), ws.bytes(), stream);
+  const std::string message = status ? magicube_last_error() : "";
+  CUgraph graph = nullptr;
+  ASSERT_EQ(g.end_capture(stream, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(g.instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  b = magicube::testing::random_dense(rng, k * n, s.rhs);
+  std::vector<uint8_t> bsrc = as_dtype(b, MAGICUBE_INT8);
+  ASSERT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size())));
+  ASSERT_FALSE(bool(cbuf->memset(0xab)));
+  ASSERT_EQ(g.launch(exec, stream), CUDA_SUCCESS);
+  ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(result(MAGICUBE_COL_MAJOR, 0), magicube::reference_spmm(a, b, n));
+  g.exec_destroy(exec);
+  g.graph_destroy(graph);
+  g.stream_destroy(stream);
 }
 
 }  // namespace

@@ -1,0 +1,230 @@
+#include "runtime/dense_gemm.h"
+
+#include <dlfcn.h>
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/timing.h"
+#include "support/log.h"
+
+namespace magicube {
+
+namespace {
+
+llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
+
+#define MAGICUBE_LT_FUNCTIONS(X)                                                                            \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetStatusName)                       \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate)            \
+  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) \
+  X(cublasLtMatmul) X(cublasLtMatmulAlgoConfigGetAttribute)
+
+struct LtApi {
+#define MAGICUBE_LT_MEMBER(fn) decltype(&::fn) fn = nullptr;
+  MAGICUBE_LT_FUNCTIONS(MAGICUBE_LT_MEMBER)
+#undef MAGICUBE_LT_MEMBER
+  std::string reason;  // why unusable ("" when loaded)
+  size_t version = 0;
+};
+
+LtApi load_lt() {
+  LtApi a;
+  void *lib = nullptr;
+  std::string tried;
+  for (const char *name : {"libcublasLt.so.13", "libcublasLt.so"}) {
+    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib) break;
+    const char *why = dlerror();
+    tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
+  }
+  if (!lib) {
+    a.reason = "libcublasLt.so.13 not found (" + tried + ")";
+    log().debug("dense route: {}", a.reason);
+    return a;
+  }
+  // Never closed: handles made from it may live until the process ends.
+#define MAGICUBE_LT_RESOLVE(fn)                                                  \
+  a.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));                     \
+  if (!a.fn) {                                                                   \
+    a.reason = "libcublasLt lacks " #fn " (a cuBLAS older than the CUDA headers)"; \
+    return a;                                                                    \
+  }
+  MAGICUBE_LT_FUNCTIONS(MAGICUBE_LT_RESOLVE)
+#undef MAGICUBE_LT_RESOLVE
+  a.version = a.cublasLtGetVersion();
+  log().debug("dense route: cuBLASLt {} loaded", a.version);
+  return a;
+}
+
+const LtApi &lt() {
+  static const LtApi a = load_lt();
+  return a;
+}
+
+std::string status(const char *call, cublasStatus_t st) {
+  const char *name = lt().cublasLtGetStatusName ? lt().cublasLtGetStatusName(st) : nullptr;
+  return fmt::format("{} failed: {}", call, name ? name : std::to_string(int(st)));
+}
+
+#define MAGICUBE_LT_TRY(call, what)                                 \
+  do {                                                              \
+    cublasStatus_t magicube_lt_status_ = (call);                    \
+    if (magicube_lt_status_ != CUBLAS_STATUS_SUCCESS)               \
+      return err("dense route: " + status(what, magicube_lt_status_)); \
+  } while (0)
+
+}  // namespace
+
+std::string dense_library_unavailable() { return lt().reason; }
+std::string dense_library_version() { return lt().reason.empty() ? fmt::format("cuBLASLt {}", lt().version) : ""; }
+
+struct DenseGemm::Impl {
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;  // BLAS A = Bt, BLAS B = A, C^T
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  int chosen = 0;
+  bool timed = false;
+
+  ~Impl() {
+    const LtApi &a = lt();
+    if (!a.reason.empty()) return;
+    if (la) a.cublasLtMatrixLayoutDestroy(la);
+    if (lb) a.cublasLtMatrixLayoutDestroy(lb);
+    if (lc) a.cublasLtMatrixLayoutDestroy(lc);
+    if (desc) a.cublasLtMatmulDescDestroy(desc);
+    if (handle) a.cublasLtDestroy(handle);
+  }
+};
+
+DenseGemm::~DenseGemm() = default;
+
+int DenseGemm::algorithms() const { return int(impl_->algos.size()); }
+
+llvm::Expected<std::unique_ptr<DenseGemm>> DenseGemm::create(int64_t m, int64_t n, int64_t k, size_t workspace_bytes) {
+  const LtApi &a = lt();
+  if (!a.reason.empty()) return err("dense route unavailable: " + a.reason);
+  if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    return err(fmt::format("dense route: M={} N={} K={} is outside 1..2^31-1", m, n, k));
+  std::unique_ptr<DenseGemm> g(new DenseGemm());
+  g->impl_ = std::make_unique<Impl>();
+  g->m_ = m, g->n_ = n, g->k_ = k, g->workspace_ = workspace_bytes;
+  Impl &d = *g->impl_;
+  MAGICUBE_LT_TRY(a.cublasLtCreate(&d.handle), "cublasLtCreate");
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescCreate(&d.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
+  const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)),
+                  "cublasLtMatmulDescSetAttribute(TRANSA)");
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn)),
+                  "cublasLtMatmulDescSetAttribute(TRANSB)");
+  // C^T (n x m, ld n) = op_T(Bt stored K x n col-major, ld k) x (A stored K x m col-major, ld k).
+  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&d.la, CUDA_R_8I, uint64_t(k), uint64_t(n), k), "cublasLtMatrixLayoutCreate(Bt)");
+  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&d.lb, CUDA_R_8I, uint64_t(k), uint64_t(m), k), "cublasLtMatrixLayoutCreate(A)");
+  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&d.lc, CUDA_R_32I, uint64_t(n), uint64_t(m), n), "cublasLtMatrixLayoutCreate(C)");
+  cublasLtMatmulPreference_t pref = nullptr;
+  MAGICUBE_LT_TRY(a.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  uint64_t ws = workspace_bytes;
+  cublasStatus_t st = a.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  std::vector<cublasLtMatmulHeuristicResult_t> heur(8);
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = a.cublasLtMatmulAlgoGetHeuristic(d.handle, d.desc, d.la, d.lb, d.lc, d.lc, pref, int(heur.size()), heur.data(),
+                                          &found);
+  a.cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return err(fmt::format("dense route: no int8 algorithm for M={} N={} K={}: {}", m, n, k,
+                           status("cublasLtMatmulAlgoGetHeuristic", st)));
+  for (int i = 0; i < found; ++i)
+    if (heur[size_t(i)].state == CUBLAS_STATUS_SUCCESS) d.algos.push_back(heur[size_t(i)]);
+  if (d.algos.empty())
+    return err(fmt::format("dense route: cuBLASLt offers no int8 algorithm for M={} N={} K={} (K and N must be "
+                           "multiples of 4 for its int8 kernels)", m, n, k));
+  return g;
+}
+
+llvm::Error DenseGemm::run(CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace, CUstream stream) const {
+  const Impl &d = *impl_;
+  const int32_t one = 1, zero = 0;
+  const cublasLtMatmulHeuristicResult_t &h = d.algos[size_t(d.chosen)];
+  MAGICUBE_LT_TRY(lt().cublasLtMatmul(d.handle, d.desc, &one, reinterpret_cast<const void *>(bt), d.la,
+                                      reinterpret_cast<const void *>(a), d.lb, &zero, reinterpret_cast<void *>(c), d.lc,
+                                      reinterpret_cast<void *>(c), d.lc, &h.algo, reinterpret_cast<void *>(workspace),
+                                      workspace_,
+                                      reinterpret_cast<cudaStream_t>(stream)),
+                  "cublasLtMatmul");
+  return llvm::Error::success();
+}
+
+llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace,
+                              CUstream stream, int reps) {
+  Impl &d = *impl_;
+  if (d.algos.size() <= 1) return llvm::Error::success();
+  // Each timed run starts with a cold L2, as in a model where the weight comes from HBM (a
+  // weight that fits the L2 would otherwise favour algorithms that lose when it does not).
+  auto flush = DeviceBuffer::allocate(l2_flush_bytes(ctx));
+  if (!flush) return flush.takeError();
+  const int runs = std::max(1, reps);
+  std::vector<Event> start, stop;
+  for (size_t i = 0; i < d.algos.size() * size_t(runs); ++i) {
+    auto e0 = Event::create();
+    if (!e0) return e0.takeError();
+    auto e1 = Event::create();
+    if (!e1) return e1.takeError();
+    start.push_back(std::move(*e0)), stop.push_back(std::move(*e1));
+  }
+  std::vector<bool> usable(d.algos.size(), true);
+  for (size_t i = 0; i < d.algos.size(); ++i) {
+    d.chosen = int(i);
+    if (auto e = run(a, bt, c, workspace, stream)) {  // warm-up; an algorithm that fails is skipped
+      log().debug("dense route: algorithm {} refused: {}", i, llvm::toString(std::move(e)));
+      usable[i] = false;
+      continue;
+    }
+    for (int r = 0; r < runs; ++r) {
+      const size_t at = i * size_t(runs) + size_t(r);
+      if (auto e = flush->memset(uint8_t(r))) return e;
+      if (auto e = start[at].record(stream)) return e;
+      if (auto e = run(a, bt, c, workspace, stream)) return e;
+      if (auto e = stop[at].record(stream)) return e;
+    }
+  }
+  if (auto e = ctx.synchronize()) return e;
+  double best = std::numeric_limits<double>::infinity();
+  int best_i = -1;
+  for (size_t i = 0; i < d.algos.size(); ++i) {
+    if (!usable[i]) continue;
+    std::vector<double> ms;
+    for (int r = 0; r < runs; ++r) {
+      auto x = elapsed_ms(start[i * size_t(runs) + size_t(r)], stop[i * size_t(runs) + size_t(r)]);
+      if (!x) return x.takeError();
+      ms.push_back(*x);
+    }
+    std::sort(ms.begin(), ms.end());
+    if (ms[ms.size() / 2] < best) best = ms[ms.size() / 2], best_i = int(i);
+  }
+  if (best_i < 0) return err("dense route: every cuBLASLt algorithm failed for M=" + llvm::Twine(m_) + " N=" + llvm::Twine(n_) + " K=" + llvm::Twine(k_));
+  d.chosen = best_i;
+  d.timed = true;
+  return llvm::Error::success();
+}
+
+std::string DenseGemm::describe() const {
+  const Impl &d = *impl_;
+  int algo_id = -1, tile = -1;
+  size_t written = 0;
+  const cublasLtMatmulAlgo_t &algo = d.algos[size_t(d.chosen)].algo;
+  lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof(algo_id), &written);
+  lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written);
+  return fmt::format("cuBLASLt int8 TN (C^T = Bt^T A^T), algo id {} tile {}, heuristic {} of {}{}", algo_id, tile,
+                     d.chosen + 1, d.algos.size(), d.timed ? " (fastest with a cold L2)" : "");
+}
+
+}  // namespace magicube

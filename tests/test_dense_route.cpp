@@ -1,0 +1,147 @@
+// The dense route without a GPU: what it can compute, how its operands are packed, how the
+// dispatch and the policy decide between the routes, and what they say.
+#include <gtest/gtest.h>
+
+#include "runtime/autotune.h"
+#include "runtime/dense_gemm.h"
+#include "runtime/dense_route.h"
+#include "runtime/dispatch.h"
+#include "runtime/policy.h"
+#include "runtime/reference.h"
+#include "runtime/synthetic.h"
+#include "tests/test_util.h"
+
+using namespace magicube;
+
+namespace {
+
+OpSpec spmm(const char *lhs, const char *rhs, int v, OutType out = OutType::Int32) {
+  OpSpec s;
+  s.lhs = llvm::cantFail(parse_elem(lhs, "lhs"));
+  s.rhs = llvm::cantFail(parse_elem(rhs, "rhs"));
+  s.v = v;
+  s.out = out;
+  s.pinned = 0;
+  return s;
+}
+
+MatrixSignature signature(int64_t m, int64_t k, int64_t n, int v, double sparsity) {
+  std::mt19937_64 rng(7);
+  VectorSparse a = synthetic_sparse(rng, m, k, sparsity, v, ElemType{8, true});
+  return spmm_signature(a, n);
+}
+
+const DeviceFacts kH100 = DeviceFacts::reference_for(90);
+
+}  // namespace
+
+TEST(DenseRoute, ComputesInt8OperandsWithAnInt32Output) {
+  EXPECT_EQ(dense_route_refusal(spmm("s8", "s8", 8)), "");
+  EXPECT_EQ(dense_route_refusal(spmm("s4", "s8", 2)), "");
+  EXPECT_EQ(dense_route_refusal(spmm("u7", "s5", 4)), "");
+  EXPECT_EQ(dense_route_refusal(spmm("u8", "s8", 8)),
+            "lhs u8 does not fit int8 (the dense route takes signed up to 8 bits, unsigned up to 7)");
+  EXPECT_EQ(dense_route_refusal(spmm("s8", "s12", 8)),
+            "rhs s12 does not fit int8 (the dense route takes signed up to 8 bits, unsigned up to 7)");
+  EXPECT_EQ(dense_route_refusal(spmm("s8", "s8", 8, OutType::F16)), "the dense route writes int32 only (out is f16)");
+  OpSpec sd = spmm("s8", "s8", 8);
+  sd.op = OpKind::SDDMM;
+  EXPECT_EQ(dense_route_refusal(sd), "the dense route runs SpMM only");
+}
+
+TEST(DenseRoute, PacksADenseAndBTransposed) {
+  std::mt19937_64 rng(3);
+  const int64_t m = 13, k = 24, n = 5;  // M not a multiple of V: the last row-block is short
+  VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, 4, 10, ElemType{8, true});
+  std::vector<int64_t> b = magicube::testing::random_dense(rng, k * n, ElemType{7, false});
+  const std::vector<int8_t> da = dense_lhs_int8(a), bt = dense_rhs_t_int8(b, k, n);
+  ASSERT_EQ(da.size(), size_t(m * k));
+  ASSERT_EQ(bt.size(), size_t(n * k));
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) ASSERT_EQ(bt[size_t(c * k + r)], b[size_t(r * n + c)]);
+  // The dense product of the packed operands is the sparse reference.
+  const std::vector<int64_t> want = reference_spmm(a, b, n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t x = 0; x < k; ++x) sum += int64_t(da[size_t(i * k + x)]) * int64_t(bt[size_t(j * k + x)]);
+      ASSERT_EQ(sum, want[size_t(i * n + j)]) << "C[" << i << ", " << j << "]";
+    }
+}
+
+TEST(DenseRoute, ModelPrefersDenseAtPrefillAndLowSparsity) {
+  Dispatched d = llvm::cantFail(dispatch(spmm("s8", "s8", 8), nullptr, kH100));
+  const MatrixSignature prefill = signature(4096, 4096, 2048, 8, 0.5);
+  const RouteEstimate e = estimate_routes(d.plan, prefill, kH100);
+  EXPECT_LT(e.dense_us, e.sparse_us) << e.str();
+  // Denser costs the sparse route more; the dense route does not see the sparsity.
+  const RouteEstimate e9 = estimate_routes(d.plan, signature(4096, 4096, 2048, 8, 0.9), kH100);
+  EXPECT_LT(e9.sparse_us, e.sparse_us);
+  EXPECT_DOUBLE_EQ(e9.dense_us, e.dense_us);
+  // More columns cost both more.
+  const RouteEstimate wide = estimate_routes(d.plan, signature(4096, 4096, 8192, 8, 0.5), kH100);
+  EXPECT_GT(wide.dense_us, e.dense_us);
+  EXPECT_GT(wide.sparse_us, e.sparse_us);
+  EXPECT_NE(e.str().find("sparse ~"), std::string::npos);
+}
+
+TEST(DenseRoute, DispatchAsksOnlyWhenAllowedAndNothingIsPinned) {
+  const MatrixSignature sig = signature(2048, 2048, 2048, 8, 0.5);
+  Dispatched never = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100));
+  EXPECT_EQ(never.route, Route::Sparse);
+  EXPECT_EQ(never.route_why, "");
+  OpSpec pinned = spmm("s8", "s8", 8);
+  pinned.bsn = 128;
+  pinned.pinned = kPinBsn;
+  Dispatched p = llvm::cantFail(dispatch(pinned, &sig, kH100, -1, nullptr, DenseRoute::Allowed));
+  EXPECT_EQ(p.route, Route::Sparse);
+  EXPECT_EQ(p.route_why, "kernel knobs pinned");
+  Dispatched nosig = llvm::cantFail(dispatch(spmm("s8", "s8", 8), nullptr, kH100, -1, nullptr, DenseRoute::Allowed));
+  EXPECT_EQ(nosig.route_why, "no matrix given");
+  Dispatched u8 = llvm::cantFail(dispatch(spmm("u8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
+  EXPECT_EQ(u8.route, Route::Sparse);
+  EXPECT_EQ(u8.route_why.rfind("dense route not offered: lhs u8", 0), 0u) << u8.route_why;
+  // Where the model picks dense and cuBLASLt is not loadable here, the dispatch says so and stays sparse.
+  Dispatched a = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
+  if (dense_library_unavailable().empty()) {
+    EXPECT_EQ(a.route, Route::Dense) << a.route_why;
+    EXPECT_EQ(a.route_why.rfind("faster here (sparse ~", 0), 0u) << a.route_why;
+  } else {
+    EXPECT_EQ(a.route, Route::Sparse);
+    EXPECT_NE(a.route_why.find("is unavailable: libcublasLt"), std::string::npos) << a.route_why;
+  }
+}
+
+TEST(DenseRoute, ForcedRefusesWhatTheRouteCannotCompute) {
+  const MatrixSignature sig = signature(256, 256, 64, 8, 0.5);
+  auto r = dispatch(spmm("u8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Forced);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(llvm::toString(r.takeError()),
+            "route: the dense route cannot run spmm.u8xs8.v8.i32.sm_90: lhs u8 does not fit int8 (the dense "
+            "route takes signed up to 8 bits, unsigned up to 7)");
+  auto ok = dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Forced);
+  if (dense_library_unavailable().empty()) {
+    ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
+    EXPECT_EQ(ok->route, Route::Dense);
+    EXPECT_EQ(ok->route_why, "asked for");
+  } else {
+    ASSERT_FALSE(ok);
+    EXPECT_NE(llvm::toString(ok.takeError()).find("route: dense route unavailable"), std::string::npos);
+  }
+}
+
+TEST(DenseRoute, ShapesCuBlasLtCannotTakeStaySparse) {
+  // cuBLASLt's int8 kernels need K (the leading dimension of A and Bt) a multiple of 4.
+  const MatrixSignature sig = signature(2048, 2050, 4096, 8, 0.5);
+  Dispatched d = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
+  EXPECT_EQ(d.route, Route::Sparse);
+  EXPECT_EQ(d.route_why, "dense route not offered: K=2050 is not a multiple of 4 (cuBLASLt's int8 kernels)");
+}
+
+TEST(DenseRoute, GemmRefusesBadShapesBeforeAnyGpuWork) {
+  auto g = DenseGemm::create(0, 4, 4);
+  ASSERT_FALSE(g);
+  const std::string why = llvm::toString(g.takeError());
+  if (dense_library_unavailable().empty()) EXPECT_EQ(why, "dense route: M=0 N=4 K=4 is outside 1..2^31-1");
+  else EXPECT_EQ(why.rfind("dense route unavailable: libcublasLt", 0), 0u) << why;
+}
