@@ -188,13 +188,14 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double dense_bytes = m * k + k * n + 4 * m * n;
   e.dense_us = std::max(kDenseLaunchUs + dense_bytes / (kDenseBytesPerUs * scale),
                         kDenseLaunchUs + 2 * m * n * k / (kDenseTops * scale * 1e6));
-  // Sparse: values (V elements a vector) and 4-byte indices streamed, B read, C written;
-  // 2 * vectors * V * N at the V's rate.
+  // Sparse: values (V elements a vector) and 4-byte indices (the decode kernel's: 2 bytes)
+  // streamed, B read, C written; 2 * vectors * V * N at the V's rate.
   const double vectors = double(sig.vectors), v = double(std::max(1, spec.v));
   const double lhs_bytes = spec.lhs.bits <= 4 ? 0.5 : spec.lhs.bits <= 8 ? 1.0 : 2.0;  // per element
   const double rhs_bytes = spec.rhs.bits <= 4 ? 0.5 : spec.rhs.bits <= 8 ? 1.0 : 2.0;
   const double out_bytes = double(stored_bytes(spec.out));
-  const double sparse_bytes = vectors * (v * lhs_bytes + 4) + k * n * rhs_bytes + out_bytes * m * n;
+  const double index_bytes = streams_weight(plan) ? 2 : 4;
+  const double sparse_bytes = vectors * (v * lhs_bytes + index_bytes) + k * n * rhs_bytes + out_bytes * m * n;
   const double stream = streams_weight(plan) ? kDecodeBytesPerUs : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
   e.sparse_us = std::max(kSparseLaunchUs + sparse_bytes / (stream * scale),
