@@ -1,6 +1,7 @@
 #include "runtime/kernel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "jit/compile_cache.h"
 #include "jit/nvrtc.h"
 #include "support/log.h"
+#include "support/parallel.h"
 
 namespace magicube {
 
@@ -106,11 +108,45 @@ std::string joined(const std::vector<std::string> &opts) {
 }
 }  // namespace
 
+CacheKey kernel_cache_key(const Plan &plan, int arch) {
+  return make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(nvrtc_options(plan)), arch, nvrtc_version());
+}
+
+CompileCache &kernel_compile_cache() {
+  CompileCache &cache = CompileCache::process();
+  cache.use_process_bundles(kGeneratorVersion);  // once: $MAGICUBE_BUNDLE or the installed bundle
+  return cache;
+}
+
 llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch) {
   std::vector<std::string> opts = nvrtc_options(plan);
   CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(opts), arch, nvrtc_version());
-  return CompileCache::process().get_cubin(
+  return kernel_compile_cache().get_cubin(
       key, arch, [&]() -> llvm::Expected<std::string> { return src.source; }, src.name + ".cu", opts);
+}
+
+std::vector<Precompiled> precompile_kernels(llvm::ArrayRef<PlanTarget> targets, unsigned threads) {
+  std::vector<Precompiled> out(targets.size());
+  parallel_for(
+      targets.size(),
+      [&](size_t i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const PlanTarget &t = targets[i];
+        Precompiled &r = out[i];
+        r.key = kernel_cache_key(t.plan, t.arch);
+        auto src = generate(t.plan);
+        if (!src) {
+          r.error = "codegen: " + llvm::toString(src.takeError());
+          return;
+        }
+        r.name = src->name;
+        auto cubin = kernel_cubin(t.plan, *src, t.arch);
+        if (cubin) r.cubin = std::move(*cubin);
+        else r.error = "compile: " + llvm::toString(cubin.takeError());
+        r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      },
+      threads > 0 ? threads : std::min(16u, hardware_threads()));
+  return out;
 }
 
 llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout) {
@@ -347,8 +383,7 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   // Hot path: the plan's fingerprint (no JSON, no SHA-256) in the per-context memory cache.
   const uint64_t fp = fingerprint(plan);
   if (auto hit = fast_index().get(ctx.get(), fp, *arch)) return std::shared_ptr<const Kernel>(std::move(hit));
-  std::string key =
-      make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(nvrtc_options(plan)), *arch, nvrtc_version()).hex;
+  std::string key = kernel_cache_key(plan, *arch).hex;
   if (auto hit = loaded_kernels().get(ctx.get(), key)) {
     fast_index().put(ctx.get(), fp, *arch, hit);
     return std::shared_ptr<const Kernel>(hit);

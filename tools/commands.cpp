@@ -198,7 +198,7 @@ int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &ou
 int cmd_cache(const std::string &action) {
   if (action != "path" && action != "stats" && action != "clear")
     return fail("cache: " + (action.empty() ? std::string("an action is required") : "'" + action + "' is not an action") +
-                " (allowed: path, stats, clear)");
+                " (allowed: path, stats, clear, warm, inspect)");
   auto path = DiskCache::default_path();
   if (!path) return fail(path.takeError());
   bool disabled = false;
