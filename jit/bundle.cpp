@@ -1,7 +1,10 @@
 #include "jit/bundle.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -89,17 +92,13 @@ struct Cursor {
 // shared cache directory is (cache/safe_file.h): the file must be owned by this user or root
 // and writable by nobody else, and its directory owned by this user or root and writable by
 // nobody else unless sticky (then others cannot replace a file they do not own).
-llvm::Error check_bundle_origin(const std::string &path, const SafeRead &read) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return make_error(std::string("cannot be examined: ") + std::strerror(errno));
-  if (uint64_t(st.st_dev) != read.dev || uint64_t(st.st_ino) != read.ino)
-    return make_error("was replaced while it was being read");
+llvm::Error check_bundle_origin(const std::string &path, const SafeOpen &file) {
   const uid_t me = ::geteuid();
-  if (st.st_uid != me && st.st_uid != 0)
-    return make_error("is owned by uid " + std::to_string(st.st_uid) + ", neither this user (uid " + std::to_string(me) +
+  if (file.uid != me && file.uid != 0)
+    return make_error("is owned by uid " + std::to_string(file.uid) + ", neither this user (uid " + std::to_string(me) +
                       ") nor root: another user could plant kernels in it");
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return make_error("is writable by " + std::string((st.st_mode & S_IWOTH) ? "every user" : "its group") +
+  if (file.mode & (S_IWGRP | S_IWOTH))
+    return make_error("is writable by " + std::string((file.mode & S_IWOTH) ? "every user" : "its group") +
                       ": another user could plant kernels in it (chmod go-w it to use it)");
   llvm::SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
@@ -114,6 +113,30 @@ llvm::Error check_bundle_origin(const std::string &path, const SafeRead &read) {
     return make_error("is in " + std::string(dir.str()) + ", a directory others can write: they could replace it");
   return llvm::Error::success();
 }
+
+// Reads `n` bytes at `offset` of `fd` into `out`; false (errno, or 0 for a short file) on failure.
+bool pread_all(int fd, uint64_t offset, uint64_t n, std::string &out) {
+  out.resize(size_t(n));
+  size_t have = 0;
+  while (have < n) {
+    ssize_t got = ::pread(fd, &out[have], size_t(n) - have, off_t(offset + have));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) errno = 0;
+      return false;
+    }
+    have += size_t(got);
+  }
+  return true;
+}
+
+struct FdGuard {
+  int fd = -1;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
 
 }  // namespace
 
@@ -177,33 +200,36 @@ llvm::Error write_bundle(const std::string &path, const BundleMeta &meta, llvm::
   return write_file_atomic(path, *bytes, "AOT bundle");
 }
 
-llvm::Expected<std::unique_ptr<Bundle>> Bundle::parse(std::string bytes, std::string name) {
+Bundle::~Bundle() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+llvm::Error Bundle::read_index(llvm::StringRef b, uint64_t size) {
   auto bad = [&](const std::string &why) { return make_error(why); };
-  const llvm::StringRef b(bytes);
-  if (b.size() < kHeaderSize)
-    return bad("truncated: " + std::to_string(b.size()) + " bytes, shorter than the " + std::to_string(kHeaderSize) +
+  if (size < kHeaderSize)
+    return bad("truncated: " + std::to_string(size) + " bytes, shorter than the " + std::to_string(kHeaderSize) +
                "-byte header");
   if (b.substr(0, sizeof kMagic) != llvm::StringRef(kMagic, sizeof kMagic))
     return bad("not a Magicube kernel bundle (bad magic " + quoted(b.substr(0, sizeof kMagic)) + ", expected 'MCBUNDLE')");
-  const uint64_t version = get_le(b, 8, 4), count = get_le(b, 12, 4), size = get_le(b, 16, 8),
+  const uint64_t version = get_le(b, 8, 4), count = get_le(b, 12, 4), announced = get_le(b, 16, 8),
                  index_end = get_le(b, 24, 8);
   if (version != kFormatVersion)
     return bad("format version " + std::to_string(version) + ", this library reads version " +
                std::to_string(kFormatVersion));
-  if (size != b.size())
-    return bad(size > b.size() ? "truncated: " + std::to_string(b.size()) + " of the " + std::to_string(size) +
-                                     " bytes its header announces"
-                               : std::to_string(b.size()) + " bytes, more than the " + std::to_string(size) +
-                                     " its header announces");
+  if (announced != size)
+    return bad(announced > size ? "truncated: " + std::to_string(size) + " of the " + std::to_string(announced) +
+                                      " bytes its header announces"
+                                : std::to_string(size) + " bytes, more than the " + std::to_string(announced) +
+                                      " its header announces");
   if (count > kMaxEntries) return bad(std::to_string(count) + " entries, more than the bound of " + std::to_string(kMaxEntries));
   if (index_end < kHeaderSize || index_end > size) return bad("its index end " + std::to_string(index_end) + " is outside the file");
+  if (b.size() < index_end) return bad("its index could not be read whole");
   if (header_hash(b, index_end) != b.substr(32, 32)) return bad("the SHA-256 of its header and index does not match");
 
-  auto bundle = std::unique_ptr<Bundle>(new Bundle());
   Cursor c{b.substr(0, index_end), kHeaderSize, {}};
-  bundle->meta_.generator = c.str("the generator version");
-  bundle->meta_.nvrtc = c.str("the NVRTC version");
-  bundle->meta_.note = c.str("the note");
+  meta_.generator = c.str("the generator version");
+  meta_.nvrtc = c.str("the NVRTC version");
+  meta_.note = c.str("the note");
   uint64_t next = index_end;  // payloads are back to back, in index order
   for (uint64_t i = 0; i < count && c.ok(); ++i) {
     BundleEntry e;
@@ -219,27 +245,58 @@ llvm::Expected<std::unique_ptr<Bundle>> Bundle::parse(std::string bytes, std::st
       return bad(which + " has offset " + std::to_string(e.offset) + " and size " + std::to_string(e.size) +
                  ", not the next payload inside the file");
     next = e.offset + e.size;
-    if (!bundle->by_key_.insert({e.key, bundle->entries_.size()}).second) return bad(which + " repeats the key " + e.key);
-    bundle->entries_.push_back(std::move(e));
+    if (!by_key_.insert({e.key, entries_.size()}).second) return bad(which + " repeats the key " + e.key);
+    entries_.push_back(std::move(e));
   }
   if (!c.ok()) return bad(c.what);
   if (c.at != index_end) return bad("its index ends at byte " + std::to_string(c.at) + ", not at the header's " + std::to_string(index_end));
   if (next != size) return bad("its payloads end at byte " + std::to_string(next) + ", not at the end of the file (" + std::to_string(size) + ")");
+  size_ = size;
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Bundle>> Bundle::parse(std::string bytes, std::string name) {
+  auto bundle = std::unique_ptr<Bundle>(new Bundle());
+  if (auto e = bundle->read_index(bytes, bytes.size())) return e;
   bundle->name_ = std::move(name);
   bundle->data_ = std::move(bytes);
   return bundle;
 }
 
 llvm::Expected<std::unique_ptr<Bundle>> Bundle::open(const std::string &path) {
-  SafeRead read = read_regular_file(path, kMaxBundleBytes);
-  switch (read.status) {
+  SafeOpen file = open_regular_file(path, kMaxBundleBytes);
+  switch (file.status) {
     case SafeRead::Status::Ok: break;
     case SafeRead::Status::Missing: return make_error("does not exist");
-    case SafeRead::Status::Refused: return make_error(read.why);
-    case SafeRead::Status::Failed: return make_error("cannot be read: " + read.why);
+    case SafeRead::Status::Refused: return make_error(file.why);
+    case SafeRead::Status::Failed: return make_error("cannot be read: " + file.why);
   }
-  if (auto e = check_bundle_origin(path, read)) return e;
-  return parse(std::move(read.data), path);
+  FdGuard fd{file.fd};
+  if (auto e = check_bundle_origin(path, file)) return e;
+  // Only the header and the index are read now (a few KB); each cubin when it is asked for.
+  uint64_t head_len = std::min<uint64_t>(file.size, kHeaderSize);
+  std::string head;
+  if (!pread_all(fd.fd, 0, head_len, head))
+    return make_error(std::string("cannot be read: ") + (errno ? std::strerror(errno) : "it shrank while being read"));
+  if (head_len == kHeaderSize) {
+    const uint64_t index_end = get_le(head, 24, 8);
+    if (index_end > kHeaderSize && index_end <= file.size && !pread_all(fd.fd, 0, index_end, head))
+      return make_error(std::string("cannot be read: ") + (errno ? std::strerror(errno) : "it shrank while being read"));
+  }
+  auto bundle = std::unique_ptr<Bundle>(new Bundle());
+  if (auto e = bundle->read_index(head, file.size)) return e;
+  bundle->name_ = path;
+  bundle->fd_ = fd.release();
+  return bundle;
+}
+
+llvm::Expected<std::string> Bundle::payload(const BundleEntry &e) const {
+  if (fd_ < 0) return llvm::StringRef(data_).substr(e.offset, e.size).str();
+  std::string out;
+  if (!pread_all(fd_, e.offset, e.size, out))
+    return make_error("entry " + quoted(e.label) + " cannot be read" +
+                      (errno ? std::string(": ") + std::strerror(errno) : std::string(": the file shrank since it was opened")));
+  return out;
 }
 
 llvm::Error Bundle::check_versions(llvm::StringRef generator, llvm::StringRef nvrtc) const {
@@ -256,16 +313,20 @@ llvm::Expected<std::optional<std::string>> Bundle::find(const CacheKey &key) con
   auto it = by_key_.find(key.hex);
   if (it == by_key_.end()) return std::optional<std::string>();
   const BundleEntry &e = entries_[it->second];
-  llvm::StringRef cubin = llvm::StringRef(data_).substr(e.offset, e.size);
-  if (sha256(cubin) != e.sha256)
+  auto cubin = payload(e);
+  if (!cubin) return cubin.takeError();
+  if (sha256(*cubin) != e.sha256)
     return make_error("entry " + quoted(e.label) + " (key " + e.key + ") does not match its SHA-256");
-  return std::optional<std::string>(cubin.str());
+  return std::optional<std::string>(std::move(*cubin));
 }
 
 llvm::Error Bundle::verify_all() const {
-  for (const BundleEntry &e : entries_)
-    if (sha256(llvm::StringRef(data_).substr(e.offset, e.size)) != e.sha256)
+  for (const BundleEntry &e : entries_) {
+    auto cubin = payload(e);
+    if (!cubin) return cubin.takeError();
+    if (sha256(*cubin) != e.sha256)
       return make_error("entry " + quoted(e.label) + " (key " + e.key + ") does not match its SHA-256");
+  }
   return llvm::Error::success();
 }
 
@@ -296,11 +357,19 @@ std::string default_bundle_path() {
     self = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
     if (self.empty()) return {};
   }
-  llvm::SmallString<256> p(self);
-  llvm::sys::path::remove_filename(p);  // <prefix>/lib or <prefix>/bin
-  llvm::sys::path::remove_filename(p);  // <prefix>
-  llvm::sys::path::append(p, "share", "magicube", kBundleFileName);
-  return std::string(p.str());
+  // <prefix>/lib, <prefix>/bin, or a multiarch <prefix>/lib/x86_64-linux-gnu: the first
+  // <ancestor>/share/magicube/kernels.mcbundle that exists, else the nearest one's path.
+  llvm::SmallString<256> dir(self);
+  llvm::sys::path::remove_filename(dir);
+  std::string first;
+  for (int up = 0; up < 2 && !dir.empty(); ++up) {
+    llvm::sys::path::remove_filename(dir);
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, "share", "magicube", kBundleFileName);
+    if (first.empty()) first = std::string(p.str());
+    if (llvm::sys::fs::exists(p)) return std::string(p.str());
+  }
+  return first;
 }
 
 std::vector<std::shared_ptr<const Bundle>> open_bundles(const BundlePaths &paths, llvm::StringRef generator,

@@ -19,12 +19,14 @@
 //   payloads: the cubins, back to back in index order, the first at the index end, the last
 //     ending at the file size.
 //
-// Verification: open() reads the whole file (a regular file reached without following a
-// symlink, at most kMaxBundleBytes, not writable by another user) and checks the header, the
-// layout and the SHA-256 over header, meta and index before anything is used; the index holds
-// every cubin's SHA-256, so find() verifies the one cubin it returns (hashing every payload at
-// open would cost about 4 ms per MB; a first call is to cost 2 ms). verify_all() checks every
-// payload (`cache inspect`). check_versions() refuses a bundle of another generator or NVRTC:
+// Verification: open() opens the file (a regular file reached without following a symlink,
+// at most kMaxBundleBytes, not writable by another user), reads its header and index only
+// and checks the header, the layout (every payload inside the file, back to back, to its
+// end) and the SHA-256 over header, meta and index before anything is used. The index holds
+// every cubin's SHA-256, so find() reads and verifies just the cubin it returns, from the
+// file kept open. (Reading and hashing the whole bundle at open would cost a few ms for the
+// default 2 MiB; a first call is to cost 2 ms.) verify_all() checks every payload (`cache
+// inspect`). check_versions() refuses a bundle of another generator or NVRTC:
 // its keys could never match, and a bundle that silently never hits hides a broken install.
 #pragma once
 
@@ -71,10 +73,15 @@ llvm::Error write_bundle(const std::string &path, const BundleMeta &meta, llvm::
 
 class Bundle {
  public:
-  // Parses and verifies `bytes` (everything but the payloads' hashes); `name` names it in errors.
+  // Parses and verifies `bytes`, a whole bundle in memory (everything but the payloads'
+  // hashes); `name` names it in errors.
   static llvm::Expected<std::unique_ptr<Bundle>> parse(std::string bytes, std::string name);
-  // Reads `path` as described above, then parse(). Errors say why the file was refused.
+  // Opens `path` as described above and verifies its header and index; the file stays open
+  // for find(). Errors say why the file was refused.
   static llvm::Expected<std::unique_ptr<Bundle>> open(const std::string &path);
+  ~Bundle();
+  Bundle(const Bundle &) = delete;
+  Bundle &operator=(const Bundle &) = delete;
 
   // An error naming both versions when the bundle was built by another generator or NVRTC.
   llvm::Error check_versions(llvm::StringRef generator, llvm::StringRef nvrtc) const;
@@ -88,7 +95,7 @@ class Bundle {
   const std::string &path() const { return name_; }
   const BundleMeta &meta() const { return meta_; }
   const std::vector<BundleEntry> &entries() const { return entries_; }
-  uint64_t bytes() const { return data_.size(); }
+  uint64_t bytes() const { return size_; }
 
   static constexpr size_t kHeaderSize = 64;
   static constexpr uint32_t kFormatVersion = 1;
@@ -99,7 +106,14 @@ class Bundle {
 
  private:
   Bundle() = default;
+  // Checks the header and index in `head` (the file's first bytes, through the index end when
+  // the header names a sane one) of a file of `size` bytes, and fills meta_ and entries_.
+  llvm::Error read_index(llvm::StringRef head, uint64_t size);
+  // An entry's bytes: from data_ (parse) or read from fd_ (open).
+  llvm::Expected<std::string> payload(const BundleEntry &e) const;
   std::string name_, data_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
   BundleMeta meta_;
   std::vector<BundleEntry> entries_;
   llvm::StringMap<size_t> by_key_;
@@ -115,8 +129,10 @@ struct BundlePaths {
 BundlePaths bundle_paths_from_env();
 // <dir>/../share/magicube/kernels.mcbundle, where <dir> holds the binary this code is part
 // of (libmagicube.so, or the executable it is linked into): the installed layout
-// (<prefix>/lib, <prefix>/bin -> <prefix>/share/magicube) and the build tree's (build/lib,
-// build/bin -> build/share/magicube). "" when that binary cannot be found.
+// (<prefix>/lib, <prefix>/bin -> <prefix>/share/magicube; a multiarch
+// <prefix>/lib/x86_64-linux-gnu looks one level higher too) and the build tree's (build/lib,
+// build/bin -> build/share/magicube). The first that exists, else the nearest one's path;
+// "" when that binary cannot be found.
 std::string default_bundle_path();
 inline constexpr const char *kBundleFileName = "kernels.mcbundle";
 

@@ -284,6 +284,23 @@ TEST(Bundle, ACorruptCubinIsRefusedOnUseWithOneWarningAndNvrtcTakesOver) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
 }
 
+TEST(Bundle, ABundleThatShrinksAfterItWasOpenedIsRefusedOnUse) {
+  TempDir tmp;
+  const std::string path = tmp.sub("k.mcbundle");
+  write_file(path, good_bundle_bytes());
+  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
+  ASSERT_EQ(bundles.size(), 1u);
+  ASSERT_EQ(::truncate(path.c_str(), off_t(bundles[0]->entries()[1].offset + 10)), 0);
+  LogCapture logs;
+  Fixture f;
+  f.cache.add_bundle(bundles[0]);
+  auto two = f.get(2);
+  ASSERT_TRUE(bool(two)) << llvm::toString(two.takeError());
+  EXPECT_EQ(*two, Compiled::get().inputs[1].cubin);
+  EXPECT_EQ(f.made, 1);
+  EXPECT_NE(logs.text().find("the file shrank since it was opened"), std::string::npos) << logs.text();
+}
+
 TEST(Bundle, ACorruptIndexByteIsRefused) {
   TempDir tmp;
   const std::string path = tmp.sub("k.mcbundle");

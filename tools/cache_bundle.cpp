@@ -1,5 +1,9 @@
 // cache warm and cache inspect: ahead-of-time kernel bundles (jit/bundle.h).
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -93,6 +97,10 @@ int cmd_cache_warm(const WarmArgs &a) {
     if (std::error_code ec = llvm::sys::fs::create_directories(parent))
       return fail("-o " + a.out + ": cannot create its directory: " + ec.message());
   if (auto e = write_bundle(a.out, meta, entries)) return fail(std::move(e));
+  // Read-only for everyone: a bundle is installed for every user of the library (the atomic
+  // writer creates 0600 files).
+  if (::chmod(a.out.c_str(), 0644) != 0)
+    return fail("-o " + a.out + ": written, but chmod 0644 failed: " + std::strerror(errno));
   uint64_t size = 0;
   (void)llvm::sys::fs::file_size(a.out, size);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
