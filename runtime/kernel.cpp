@@ -1,6 +1,7 @@
 #include "runtime/kernel.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "jit/nvrtc.h"
 #include "support/log.h"
 #include "support/parallel.h"
+#include "support/text.h"
 
 namespace magicube {
 
@@ -108,8 +110,39 @@ std::string joined(const std::vector<std::string> &opts) {
 }
 }  // namespace
 
+const std::vector<std::string> &env_nvrtc_options() {
+  static const std::vector<std::string> opts = [] {
+    std::vector<std::string> o;
+    const char *v = std::getenv("MAGICUBE_NVRTC_OPTIONS");
+    if (!v) return o;
+    llvm::SmallVector<llvm::StringRef, 8> parts;
+    llvm::StringRef(v).split(parts, ' ', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef p : parts) {
+      p = p.trim();
+      if (p.empty()) continue;
+      if (!p.startswith("-")) {
+        warn_once("MAGICUBE_NVRTC_OPTIONS:" + p.str(),
+                  "MAGICUBE_NVRTC_OPTIONS: ignoring " + quoted(p) + " (not an option: options start with '-')");
+        continue;
+      }
+      o.push_back(p.str());
+    }
+    if (!o.empty()) log().info("NVRTC options from MAGICUBE_NVRTC_OPTIONS: {}", v);
+    return o;
+  }();
+  return opts;
+}
+
+std::vector<std::string> kernel_nvrtc_options(const Plan &plan) {
+  std::vector<std::string> opts = nvrtc_options(plan);
+  const std::vector<std::string> &extra = env_nvrtc_options();
+  opts.insert(opts.end(), extra.begin(), extra.end());
+  return opts;
+}
+
 CacheKey kernel_cache_key(const Plan &plan, int arch) {
-  return make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(nvrtc_options(plan)), arch, nvrtc_version());
+  return make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(kernel_nvrtc_options(plan)), arch,
+                        nvrtc_version());
 }
 
 CompileCache &kernel_compile_cache() {
@@ -119,7 +152,7 @@ CompileCache &kernel_compile_cache() {
 }
 
 llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch) {
-  std::vector<std::string> opts = nvrtc_options(plan);
+  std::vector<std::string> opts = kernel_nvrtc_options(plan);
   CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(opts), arch, nvrtc_version());
   return kernel_compile_cache().get_cubin(
       key, arch, [&]() -> llvm::Expected<std::string> { return src.source; }, src.name + ".cu", opts);

@@ -22,8 +22,14 @@ llvm::Expected<int> target_arch(const Plan &plan, int device_cc);
 // The cache key's canonical IR: the plan's JSON (every chunk, term and layout decision).
 std::string canonical_plan(const Plan &plan);
 
+// The NVRTC options of `plan`'s kernel: nvrtc_options(plan) (compiler/codegen.h), then those
+// of $MAGICUBE_NVRTC_OPTIONS (space-separated, read once; e.g. "--Ofast-compile=mid" to try
+// a compile-time trade-off on the GPU). Every one is part of the cache key.
+std::vector<std::string> kernel_nvrtc_options(const Plan &plan);
+
 // The cache key of `plan`'s kernel compiled for `arch`: generator version, the plan's JSON,
-// its NVRTC options, the arch and the NVRTC version (the disk cache's and the bundles' key).
+// its NVRTC options (kernel_nvrtc_options), the arch and the NVRTC version (the disk cache's
+// and the bundles' key).
 CacheKey kernel_cache_key(const Plan &plan, int arch);
 
 // The process's compile cache (CompileCache::process()) with its AOT bundles opened (once:

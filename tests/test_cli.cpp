@@ -291,6 +291,20 @@ TEST(Cli, CacheWarmInspectAndUseABundle) {
   EXPECT_NE(cli("cache stats", tmp.file("c3")).output.find("entries  1\n"), std::string::npos);
 }
 
+// Options from MAGICUBE_NVRTC_OPTIONS reach NVRTC and the cache key: the same plan compiled
+// with and without them is two entries; a token that is no option is warned about, ignored.
+TEST(Cli, NvrtcOptionsFromTheEnvironmentArePartOfTheKey) {
+  TempDir tmp;
+  const std::string cache = tmp.file("c"), flags = "compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o ";
+  ASSERT_EQ(cli(flags + shell_quote(tmp.file("a.cubin")), cache).status, 0);
+  CliResult with = cli(flags + shell_quote(tmp.file("b.cubin")), cache,
+                       "MAGICUBE_NVRTC_OPTIONS=" + shell_quote("-lineinfo bogus --time=" + tmp.file("t.csv")));
+  ASSERT_EQ(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("ignoring 'bogus'"), std::string::npos) << with.output;
+  EXPECT_NE(read_file(tmp.file("t.csv")).find("NVVM Optimizer"), std::string::npos);
+  EXPECT_NE(cli("cache stats", cache).output.find("entries  2\n"), std::string::npos);
+}
+
 TEST(Cli, CacheWarmAndInspectRefuseBadInput) {
   TempDir tmp;
   const std::string list = tmp.file("specs.txt");
