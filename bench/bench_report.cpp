@@ -1039,7 +1039,7 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
     jrow(fmt::format("parallel batch: {} new variants (V=4, V=2) compiled on {} threads, wall time per variant",
                      jit.batch_count, jit.batch_threads),
          jit.batch_per_variant_ms, "ms", 1);
-  jrow("NVRTC compile of an empty kernel (the fixed cost of any compile)", jit.empty_compile_ms, "ms", 1);
+  jrow("NVRTC compile of an empty kernel, -minimal (the fixed cost of any compile)", jit.empty_compile_ms, "ms", 1);
   jrow("cubin size", jit.cubin_kb, "KB", 1);
   jrow("disk-cache hit: read + verify the entry", jit.disk_read_ms, "ms", 3);
   jrow("disk-cache hit: cuModuleLoadData + cuModuleGetFunction, first in the process", jit.module_load_first_ms, "ms", 3);

@@ -40,6 +40,7 @@
 #include "runtime/pipeline.h"
 #include "runtime/smtx.h"
 #include "runtime/synthetic.h"
+#include "support/atomic_file.h"  // random_hex16
 #include "support/hash.h"
 #include "support/log.h"
 #include "support/parallel.h"
@@ -964,6 +965,24 @@ std::string joined(const std::vector<std::string> &opts) {
   return s;
 }
 
+// `src`'s source with its kernel renamed name + suffix (every occurrence of the name): the same
+// code under a symbol never compiled before.
+std::string renamed_source(const KernelSource &src, const std::string &suffix) {
+  std::string out = src.source;
+  const std::string to = src.name + suffix;
+  for (size_t at = out.find(src.name); at != std::string::npos; at = out.find(src.name, at + to.size()))
+    out.replace(at, src.name.size(), to);
+  return out;
+}
+
+// A tag of this process for such names: NVRTC 13 keeps its own cache of compiles in the
+// driver's compute cache (~/.nv/ComputeCache; CUDA_CACHE_DISABLE, CUDA_CACHE_PATH), across
+// processes, so a cold compile must be of a source it has never seen.
+const std::string &run_tag() {
+  static const std::string tag = random_hex16();
+  return tag;
+}
+
 void Suite::jit_compile_costs() {
   progress_.step("jit", "NVRTC compiles, disk-cache hit");
   JitCosts &j = out_.jit;
@@ -978,6 +997,8 @@ void Suite::jit_compile_costs() {
   auto src = generate(*pa);
   j.codegen_ms = ms_since(t0);
   if (!src) return note("codegen", src.takeError());
+  src->source = renamed_source(*src, "_first" + run_tag());  // not in NVRTC's cache from an earlier run
+  src->name += "_first" + run_tag();
   std::vector<std::string> opts = nvrtc_options(*pa);
   t0 = Clock::now();
   auto cubin = nvrtc_compile(src->source, src->name + ".cu", *arch, Emit::CUBIN, opts);
@@ -995,8 +1016,8 @@ void Suite::jit_compile_costs() {
   }
   j.cubin_kb = double(cubin->size()) / 1024.0;
   // Cold compiles of the variants: SpMM and SDDMM, L8-R8 and L4-R4, V=8. Each sample
-  // compiles the variant's source under a kernel name of its own, so that no in-process cache
-  // of NVRTC's answers it (the code is the same; only the symbol differs).
+  // compiles the variant's source under a kernel name never used before (run_tag()), so that
+  // NVRTC's own cache cannot answer it.
   struct Cold {
     OpKind op;
     Precision p;
@@ -1029,17 +1050,9 @@ void Suite::jit_compile_costs() {
     }
     return Variant{*p, std::move(*s), *a};
   };
-  // The source of sample `n` of a variant: its kernel renamed (every occurrence of the name).
-  auto renamed = [](const KernelSource &src, const std::string &suffix) {
-    std::string out = src.source;
-    const std::string to = src.name + suffix;
-    for (size_t at = out.find(src.name); at != std::string::npos; at = out.find(src.name, at + to.size()))
-      out.replace(at, src.name.size(), to);
-    return out;
-  };
   static std::atomic<int> sample_id{0};  // unique names across calls in one process
   auto cold_compile = [&](const Variant &v, const std::vector<std::string> &opts) -> double {
-    const std::string source = renamed(v.src, "_cold" + std::to_string(sample_id++));
+    const std::string source = renamed_source(v.src, "_cold" + run_tag() + "_" + std::to_string(sample_id++));
     const auto t = Clock::now();
     auto cb = nvrtc_compile(source, v.src.name + ".cu", v.arch, Emit::CUBIN, opts);
     const double ms = ms_since(t);
@@ -1085,7 +1098,7 @@ void Suite::jit_compile_costs() {
       parallel_for(
           batch.size(),
           [&](size_t i) {
-            auto cb = nvrtc_compile(renamed(batch[i].src, "_batch" + std::to_string(sample_id++)),
+            auto cb = nvrtc_compile(renamed_source(batch[i].src, "_batch" + run_tag() + "_" + std::to_string(sample_id++)),
                                     batch[i].src.name + ".cu", batch[i].arch, Emit::CUBIN, nvrtc_options(batch[i].plan));
             if (!cb) {
               llvm::consumeError(cb.takeError());
@@ -1213,14 +1226,16 @@ void Suite::jit_empty_kernel() {
   JitCosts &j = out_.jit;
   auto note = [&](const std::string &what, llvm::Error e) { jit_note(what, std::move(e)); };
   if (lost_) return;
-  static const char *kEmpty = "extern \"C\" __global__ void magicube_empty(int *p) { if (p) p[0] = 0; }\n";
+  // Named for this run (NVRTC's own cache must not answer it), compiled as our kernels are (-minimal).
+  const std::string name = "magicube_empty_" + run_tag();
+  const std::string empty = "extern \"C\" __global__ void " + name + "(int *p) { if (p) p[0] = 0; }\n";
   auto t0 = Clock::now();
-  auto cubin = nvrtc_compile(kEmpty, "magicube_empty.cu", ctx_.compute_capability(), Emit::CUBIN);
+  auto cubin = nvrtc_compile(empty, "magicube_empty.cu", ctx_.compute_capability(), Emit::CUBIN, {"-minimal"});
   if (!cubin) return note("empty kernel: NVRTC", cubin.takeError());
   j.empty_compile_ms = ms_since(t0);
   auto mod = Module::load(*cubin);
   if (!mod) return note("empty kernel: load", mod.takeError());
-  auto fn = mod->function("magicube_empty");
+  auto fn = mod->function(name);
   if (!fn) return note("empty kernel: function", fn.takeError());
   CUdeviceptr none = 0;
   void *args[] = {&none};
