@@ -24,6 +24,9 @@ out=$(cd "$out" && pwd)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$bin/../lib:${LD_LIBRARY_PATH:-}
 work=$(mktemp -d /tmp/magicube-jit-check.XXXXXX)  # 0700: the bundle's and caches' directory
 trap 'rm -rf "$work"' EXIT
+# NVRTC 13 keeps its own cache of compiles in the driver's compute cache (~/.nv/ComputeCache):
+# a fresh one, so that "compiled by NVRTC" below is a cold compile, not an earlier run's.
+export CUDA_CACHE_PATH="$work/nv-compute-cache"
 status=0
 mc="$bin/magicube"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
