@@ -1064,7 +1064,6 @@ void Suite::jit_compile_costs() {
   };
   const int kColdSamples = 3;
   std::vector<double> cold, fast;
-  std::vector<std::string> fast_opts_note;
   for (const Cold &c : colds) {
     auto v = variant_of(c);
     if (!v) continue;

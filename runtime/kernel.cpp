@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "llvm/ADT/SmallVector.h"
@@ -416,20 +417,31 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   // Hot path: the plan's fingerprint (no JSON, no SHA-256) in the per-context memory cache.
   const uint64_t fp = fingerprint(plan);
   if (auto hit = fast_index().get(ctx.get(), fp, *arch)) return std::shared_ptr<const Kernel>(std::move(hit));
-  std::string key = kernel_cache_key(plan, *arch).hex;
+  const CacheKey cache_key = kernel_cache_key(plan, *arch);
+  const std::string &key = cache_key.hex;
   if (auto hit = loaded_kernels().get(ctx.get(), key)) {
     fast_index().put(ctx.get(), fp, *arch, hit);
     return std::shared_ptr<const Kernel>(hit);
   }
-  auto src = generate(plan);
-  if (!src) return src.takeError();
-  auto cubin = kernel_cubin(plan, *src, *arch);
+  // The source is generated only when NVRTC must compile it: a cubin from memory, an AOT
+  // bundle or the disk needs just the kernel's name (codegen costs about 0.8 ms).
+  std::optional<KernelSource> generated;
+  const std::string name = plan.kernel_name();
+  auto cubin = kernel_compile_cache().get_cubin(
+      cache_key, *arch,
+      [&]() -> llvm::Expected<std::string> {
+        auto src = generate(plan);
+        if (!src) return src.takeError();
+        generated = std::move(*src);
+        return generated->source;
+      },
+      name + ".cu", kernel_nvrtc_options(plan));
   if (!cubin) return cubin.takeError();
   auto module = Module::load(*cubin);
   if (!module) return module.takeError();
   auto k = std::make_shared<Kernel>();
   k->plan_ = plan;
-  k->src_ = std::move(*src);
+  k->src_ = generated ? std::move(*generated) : KernelSource{name, std::string()};
   k->arch_ = *arch;
   k->module_ = std::make_shared<Module>(std::move(*module));
   auto fn = k->module_->function(k->src_.name);

@@ -111,6 +111,8 @@ Dim3 resident_grid(const Launch &launch, int64_t n, int64_t row_blocks, size_t s
 class Kernel {
  public:
   const Plan &plan() const { return plan_; }
+  // The kernel's name; its CUDA source only when this process compiled it (a cubin from a
+  // cache or bundle is loaded without generating the source: generate(plan()) gives it).
   const KernelSource &source() const { return src_; }
   CUfunction function() const { return fn_; }
   int arch() const { return arch_; }
