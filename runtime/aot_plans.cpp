@@ -35,6 +35,13 @@ OpSpec base_spec(OpKind op, ElemType lhs, ElemType rhs, int v, int arch, int64_t
   return s;
 }
 
+// The SM counts the policy is asked about per arch (its grid rules depend on them): the
+// arch's reference device, and for sm_90 the H100 PCIe's 114 SMs too.
+std::vector<int> aot_sm_counts(int arch) {
+  if (arch >= 90) return {0, 114};
+  return {0};
+}
+
 }  // namespace
 
 llvm::Expected<std::vector<PlanTarget>> default_aot_plans(llvm::ArrayRef<int> archs) {
@@ -63,24 +70,27 @@ llvm::Expected<std::vector<PlanTarget>> default_aot_plans(llvm::ArrayRef<int> ar
 
   Targets t;
   for (int arch : archs) {
-    const DeviceFacts dev = DeviceFacts::reference_for(arch);
-    auto add = [&](const OpSpec &spec, const MatrixSignature *sig) -> llvm::Error {
-      auto d = dispatch(spec, sig, dev);
-      if (!d) return err("the default AOT list: " + to_string(spec) + (sig ? " on " + sig->key() : std::string()) +
-                         ": " + llvm::toString(d.takeError()));
-      t.add(d->plan, arch);
-      return llvm::Error::success();
-    };
-    for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
-      for (const auto &[lhs, rhs] : op == OpKind::SpMM ? spmm : sddmm)
-        for (int v : vs) {
-          // Without a matrix: the dispatch's defaults (candidate 0 of the default knobs).
-          if (auto e = add(base_spec(op, lhs, rhs, v, arch, 0), nullptr)) return e;
-          for (const Sig &s : op == OpKind::SpMM ? spmm_sigs : sddmm_sigs) {
-            if (s.v != v) continue;
-            if (auto e = add(base_spec(op, lhs, rhs, v, arch, s.sig.k), &s.sig)) return e;
+    for (int sms : aot_sm_counts(arch)) {
+      DeviceFacts dev = DeviceFacts::reference_for(arch);
+      if (sms > 0) dev.sm_count = sms;
+      auto add = [&](const OpSpec &spec, const MatrixSignature *sig) -> llvm::Error {
+        auto d = dispatch(spec, sig, dev);
+        if (!d) return err("the default AOT list: " + to_string(spec) + (sig ? " on " + sig->key() : std::string()) +
+                           ": " + llvm::toString(d.takeError()));
+        t.add(d->plan, arch);
+        return llvm::Error::success();
+      };
+      for (OpKind op : {OpKind::SpMM, OpKind::SDDMM})
+        for (const auto &[lhs, rhs] : op == OpKind::SpMM ? spmm : sddmm)
+          for (int v : vs) {
+            // Without a matrix: the dispatch's defaults (candidate 0 of the default knobs).
+            if (auto e = add(base_spec(op, lhs, rhs, v, arch, 0), nullptr)) return e;
+            for (const Sig &s : op == OpKind::SpMM ? spmm_sigs : sddmm_sigs) {
+              if (s.v != v) continue;
+              if (auto e = add(base_spec(op, lhs, rhs, v, arch, s.sig.k), &s.sig)) return e;
+            }
           }
-        }
+    }
   }
   return std::move(t.list);
 }

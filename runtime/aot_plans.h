@@ -12,7 +12,8 @@
 
 namespace magicube {
 
-// The default list, for each arch of `archs` (its reference device, compiler/arch.h): the
+// The default list, for each arch of `archs` (its reference device, compiler/arch.h, and for
+// sm_90 also a 114-SM H100 PCIe, as the policy's grid rules depend on the SM count): the
 // paper's precisions (SpMM L8-R8, L8-R4, L4-R4, L16-R8, L16-R16; SDDMM L8-R8, L4-R4,
 // L16-R16) at V = 8, 4 and 2, each with the plan the dispatch chooses without a matrix, and
 // the plans it chooses on uniform matrices of M = K = 4096 (SDDMM: a 4096 x 4096 mask) at
