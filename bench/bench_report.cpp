@@ -1035,6 +1035,7 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
   for (auto &[name, ms] : jit.nvrtc_cold_each) jrow("  cold compile of " + name + " (median of 3)", ms, "ms", 1);
   jrow("cold compile with --Ofast-compile=min (opt-in MAGICUBE_FAST_COMPILE=1; slower kernels), median", jit.nvrtc_fast_cold_ms,
        "ms", 1);
+  jrow("cold compile with --Ofast-compile=mid (MAGICUBE_NVRTC_OPTIONS; other code), median", jit.nvrtc_mid_cold_ms, "ms", 1);
   if (jit.batch_count > 0)
     jrow(fmt::format("parallel batch: {} new variants (V=4, V=2) compiled on {} threads, wall time per variant",
                      jit.batch_count, jit.batch_threads),

@@ -246,6 +246,7 @@ struct JitCosts {
   // Per variant (SpMM and SDDMM, L8-R8 and L4-R4, V=8): the median of a few cold compiles.
   std::vector<std::pair<std::string, double>> nvrtc_cold_each;
   double nvrtc_fast_cold_ms = kNaN;         // the same with --Ofast-compile=min (opt-in), median
+  double nvrtc_mid_cold_ms = kNaN;          // and with --Ofast-compile=mid
   double batch_per_variant_ms = kNaN;       // wall time of a parallel batch / its variants
   int batch_count = 0, batch_threads = 0;
   // First use from an AOT bundle (a fresh compile cache): open + verify, find, module load.

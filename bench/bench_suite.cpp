@@ -32,6 +32,7 @@
 #include "jit/bundle.h"
 #include "jit/compile_cache.h"
 #include "jit/nvrtc.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "runtime/autotune.h"
@@ -1063,7 +1064,7 @@ void Suite::jit_compile_costs() {
     return ms;
   };
   const int kColdSamples = 3;
-  std::vector<double> cold, fast;
+  std::vector<double> cold, fast, mid;
   for (const Cold &c : colds) {
     auto v = variant_of(c);
     if (!v) continue;
@@ -1073,14 +1074,20 @@ void Suite::jit_compile_costs() {
     if (samples.empty()) continue;
     j.nvrtc_cold_each.push_back({to_string(v->plan.spec), median(samples)});
     cold.push_back(median(samples));
-    // The opt-in fast compile, once per variant (information: its kernels ran slower).
-    std::vector<std::string> fo = nvrtc_options(v->plan);
-    if (std::find(fo.begin(), fo.end(), "--Ofast-compile=min") == fo.end()) fo.push_back("--Ofast-compile=min");
-    if (double ms = cold_compile(*v, fo); std::isfinite(ms)) fast.push_back(ms);
+    // The compile-time trade-offs, once per variant (information: they change the code, and
+    // =min's kernels ran 4-30 % slower): --Ofast-compile=min (MAGICUBE_FAST_COMPILE=1) and =mid.
+    for (const char *level : {"--Ofast-compile=min", "--Ofast-compile=mid"}) {
+      std::vector<std::string> fo = nvrtc_options(v->plan);
+      llvm::erase_if(fo, [](const std::string &o) { return o.rfind("--Ofast-compile", 0) == 0; });
+      fo.push_back(level);
+      std::vector<double> &into = std::string(level) == "--Ofast-compile=min" ? fast : mid;
+      if (double ms = cold_compile(*v, fo); std::isfinite(ms)) into.push_back(ms);
+    }
     variants.push_back(std::move(*v));
   }
   j.nvrtc_cold_ms = median(cold);
   j.nvrtc_fast_cold_ms = median(fast);
+  j.nvrtc_mid_cold_ms = median(mid);
   if (!cold.empty()) j.variant_cold = j.nvrtc_cold_each.front().first;
 
   // The batch: the same four at V=4 and V=2 (eight sources never compiled before), compiled
