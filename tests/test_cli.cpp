@@ -274,7 +274,10 @@ TEST(Cli, CacheWarmInspectAndUseABundle) {
   EXPECT_NE(hit.output.find("AOT bundle hit"), std::string::npos) << hit.output;
   EXPECT_EQ(hit.output.find("nvrtc compiled"), std::string::npos) << hit.output;
   EXPECT_EQ(read_file(tmp.file("bundle.cubin")), nvrtc);
-  EXPECT_NE(cli("cache stats", tmp.file("c2")).output.find("entries  0\n"), std::string::npos);
+  CliResult stats = cli("cache stats", tmp.file("c2"), "MAGICUBE_BUNDLE=" + shell_quote(bundle));
+  EXPECT_NE(stats.output.find("entries  0\n"), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("bundle   " + bundle + ": 2 kernels"), std::string::npos) << stats.output;
+  EXPECT_NE(cli("cache stats", tmp.file("c2")).output.find("bundles  none (MAGICUBE_BUNDLE=0)"), std::string::npos);
 
   // Corrupt the last cubin's last byte: inspect fails naming the entry; a run warns and compiles.
   std::string raw = read_file(bundle);
