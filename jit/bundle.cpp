@@ -237,10 +237,12 @@ llvm::Error Bundle::read_index(llvm::StringRef b, uint64_t size) {
     e.sha256 = c.raw(32, "an entry's SHA-256");
     e.offset = c.u(8, "an entry's offset");
     e.size = c.u(8, "an entry's size");
-    e.arch = int(c.u(4, "an entry's arch"));
+    const uint64_t arch = c.u(4, "an entry's arch");
+    e.arch = arch > 999 ? 0 : int(arch);
     e.label = c.str("an entry's label");
     if (!c.ok()) break;
     const std::string which = "entry " + std::to_string(i) + " (" + quoted(e.label) + ")";
+    if (e.arch < 10 || e.arch > 999) return bad(which + " has arch " + std::to_string(e.arch) + ", not a compute capability");
     if (e.offset != next || e.size == 0 || e.size > kMaxCubinBytes || e.size > size - e.offset)
       return bad(which + " has offset " + std::to_string(e.offset) + " and size " + std::to_string(e.size) +
                  ", not the next payload inside the file");
