@@ -242,8 +242,18 @@ struct JitCosts {
   double codegen_ms = kNaN;                 // plan -> CUDA source
   double nvrtc_first_ms = kNaN;             // first NVRTC compile in the process (start-up included)
   double nvrtc_again_ms = kNaN;             // the same source again, right after (NVRTC may cache it)
-  double nvrtc_cold_ms = kNaN;              // median over other variants' first compiles
+  double nvrtc_cold_ms = kNaN;              // median over the variants' cold-compile medians
+  // Per variant (SpMM and SDDMM, L8-R8 and L4-R4, V=8): the median of a few cold compiles.
   std::vector<std::pair<std::string, double>> nvrtc_cold_each;
+  double nvrtc_fast_cold_ms = kNaN;         // the same with --Ofast-compile=min (opt-in), median
+  double nvrtc_mid_cold_ms = kNaN;          // and with --Ofast-compile=mid
+  double batch_per_variant_ms = kNaN;       // wall time of a parallel batch / its variants
+  int batch_count = 0, batch_threads = 0;
+  // First use from an AOT bundle (a fresh compile cache): open + verify, find, module load.
+  double bundle_first_ms = kNaN, bundle_hit_ms = kNaN;  // first rep; median total
+  double bundle_open_ms = kNaN, bundle_find_ms = kNaN, bundle_load_ms = kNaN;  // medians
+  double bundle_kb = kNaN;
+  int bundle_entries = 0;
   double cubin_kb = kNaN;
   double disk_read_ms = kNaN;        // DiskCache::load of the entry (read + SHA-256 check)
   double module_load_first_ms = kNaN;  // cuModuleLoadData + cuModuleGetFunction, first in the process

@@ -29,7 +29,10 @@
 #include "cache/disk_cache.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "jit/bundle.h"
+#include "jit/compile_cache.h"
 #include "jit/nvrtc.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "runtime/autotune.h"
@@ -38,6 +41,7 @@
 #include "runtime/pipeline.h"
 #include "runtime/smtx.h"
 #include "runtime/synthetic.h"
+#include "support/atomic_file.h"  // random_hex16
 #include "support/hash.h"
 #include "support/log.h"
 #include "support/parallel.h"
@@ -962,6 +966,24 @@ std::string joined(const std::vector<std::string> &opts) {
   return s;
 }
 
+// `src`'s source with its kernel renamed name + suffix (every occurrence of the name): the same
+// code under a symbol never compiled before.
+std::string renamed_source(const KernelSource &src, const std::string &suffix) {
+  std::string out = src.source;
+  const std::string to = src.name + suffix;
+  for (size_t at = out.find(src.name); at != std::string::npos; at = out.find(src.name, at + to.size()))
+    out.replace(at, src.name.size(), to);
+  return out;
+}
+
+// A tag of this process for such names: NVRTC 13 keeps its own cache of compiles in the
+// driver's compute cache (~/.nv/ComputeCache; CUDA_CACHE_DISABLE, CUDA_CACHE_PATH), across
+// processes, so a cold compile must be of a source it has never seen.
+const std::string &run_tag() {
+  static const std::string tag = random_hex16();
+  return tag;
+}
+
 void Suite::jit_compile_costs() {
   progress_.step("jit", "NVRTC compiles, disk-cache hit");
   JitCosts &j = out_.jit;
@@ -976,6 +998,8 @@ void Suite::jit_compile_costs() {
   auto src = generate(*pa);
   j.codegen_ms = ms_since(t0);
   if (!src) return note("codegen", src.takeError());
+  src->source = renamed_source(*src, "_first" + run_tag());  // not in NVRTC's cache from an earlier run
+  src->name += "_first" + run_tag();
   std::vector<std::string> opts = nvrtc_options(*pa);
   t0 = Clock::now();
   auto cubin = nvrtc_compile(src->source, src->name + ".cu", *arch, Emit::CUBIN, opts);
@@ -992,43 +1016,112 @@ void Suite::jit_compile_costs() {
     note("NVRTC again", again.takeError());
   }
   j.cubin_kb = double(cubin->size()) / 1024.0;
-  // Cold compiles of other variants, each the first of its source in the process.
+  // Cold compiles of the variants: SpMM and SDDMM, L8-R8 and L4-R4, V=8. Each sample
+  // compiles the variant's source under a kernel name never used before (run_tag()), so that
+  // NVRTC's own cache cannot answer it.
   struct Cold {
     OpKind op;
     Precision p;
     int v;
   };
   auto defs = default_spmm_precisions();
-  const Cold colds[] = {{OpKind::SpMM, defs[2], 8}, {OpKind::SpMM, defs[3], 4}, {OpKind::SDDMM, defs[0], 8}};
-  std::vector<double> cold;
-  for (const Cold &c : colds) {
+  const Precision l4r4 = defs[2];
+  const Cold colds[] = {{OpKind::SpMM, l8r8, 8}, {OpKind::SpMM, l4r4, 8}, {OpKind::SDDMM, l8r8, 8}, {OpKind::SDDMM, l4r4, 8}};
+  struct Variant {
+    Plan plan;
+    KernelSource src;
+    int arch = 0;
+  };
+  std::vector<Variant> variants;
+  auto variant_of = [&](const Cold &c) -> std::optional<Variant> {
     auto p = choose_plan(c.op, c.p, c.v, 256);
     if (!p) {
       note("plan", p.takeError());
-      continue;
+      return std::nullopt;
     }
     auto s = generate(*p);
     if (!s) {
       note("codegen " + to_string(p->spec), s.takeError());
-      continue;
+      return std::nullopt;
     }
     auto a = target_arch(*p, ctx_.compute_capability());
     if (!a) {
       note("arch", a.takeError());
-      continue;
+      return std::nullopt;
     }
-    t0 = Clock::now();
-    auto cb = nvrtc_compile(s->source, s->name + ".cu", *a, Emit::CUBIN, nvrtc_options(*p));
-    double ms = ms_since(t0);
+    return Variant{*p, std::move(*s), *a};
+  };
+  static std::atomic<int> sample_id{0};  // unique names across calls in one process
+  auto cold_compile = [&](const Variant &v, const std::vector<std::string> &opts) -> double {
+    const std::string source = renamed_source(v.src, "_cold" + run_tag() + "_" + std::to_string(sample_id++));
+    const auto t = Clock::now();
+    auto cb = nvrtc_compile(source, v.src.name + ".cu", v.arch, Emit::CUBIN, opts);
+    const double ms = ms_since(t);
     if (!cb) {
-      note("NVRTC " + to_string(p->spec), cb.takeError());
-      continue;
+      note("NVRTC " + to_string(v.plan.spec), cb.takeError());
+      return kNaN;
     }
-    j.nvrtc_cold_each.push_back({to_string(p->spec), ms});
-    cold.push_back(ms);
+    return ms;
+  };
+  const int kColdSamples = 3;
+  std::vector<double> cold, fast, mid;
+  for (const Cold &c : colds) {
+    auto v = variant_of(c);
+    if (!v) continue;
+    std::vector<double> samples;
+    for (int i = 0; i < kColdSamples; ++i)
+      if (double ms = cold_compile(*v, nvrtc_options(v->plan)); std::isfinite(ms)) samples.push_back(ms);
+    if (samples.empty()) continue;
+    j.nvrtc_cold_each.push_back({to_string(v->plan.spec), median(samples)});
+    cold.push_back(median(samples));
+    // The compile-time trade-offs, once per variant (information: they change the code, and
+    // =min's kernels ran 4-30 % slower): --Ofast-compile=min (MAGICUBE_FAST_COMPILE=1) and =mid.
+    for (const char *level : {"--Ofast-compile=min", "--Ofast-compile=mid"}) {
+      std::vector<std::string> fo = nvrtc_options(v->plan);
+      llvm::erase_if(fo, [](const std::string &o) { return o.rfind("--Ofast-compile", 0) == 0; });
+      fo.push_back(level);
+      std::vector<double> &into = std::string(level) == "--Ofast-compile=min" ? fast : mid;
+      if (double ms = cold_compile(*v, fo); std::isfinite(ms)) into.push_back(ms);
+    }
+    variants.push_back(std::move(*v));
   }
   j.nvrtc_cold_ms = median(cold);
+  j.nvrtc_fast_cold_ms = median(fast);
+  j.nvrtc_mid_cold_ms = median(mid);
   if (!cold.empty()) j.variant_cold = j.nvrtc_cold_each.front().first;
+
+  // The batch: the same four at V=4 and V=2 (eight sources never compiled before), compiled
+  // in parallel as tune, `cache warm` and precompile_kernels do.
+  {
+    std::vector<Variant> batch;
+    for (int v : {4, 2})
+      for (const Cold &c : colds)
+        if (auto x = variant_of(Cold{c.op, c.p, v})) batch.push_back(std::move(*x));
+    if (!batch.empty()) {
+      const unsigned threads = std::min<unsigned>(unsigned(batch.size()), std::min(16u, hardware_threads()));
+      std::atomic<int> failed{0};
+      const auto t = Clock::now();
+      parallel_for(
+          batch.size(),
+          [&](size_t i) {
+            auto cb = nvrtc_compile(renamed_source(batch[i].src, "_batch" + run_tag() + "_" + std::to_string(sample_id++)),
+                                    batch[i].src.name + ".cu", batch[i].arch, Emit::CUBIN, nvrtc_options(batch[i].plan));
+            if (!cb) {
+              llvm::consumeError(cb.takeError());
+              ++failed;
+            }
+          },
+          threads);
+      const double ms = ms_since(t);
+      if (failed == 0) {
+        j.batch_count = int(batch.size());
+        j.batch_threads = int(threads);
+        j.batch_per_variant_ms = ms / double(batch.size());
+      } else {
+        j.notes.push_back(fmt::format("parallel batch compile: {} of {} compiles failed", failed.load(), batch.size()));
+      }
+    }
+  }
 
   // A disk-cache hit: the entry in a fresh cache folder, read and loaded.
   llvm::SmallString<128> dir;
@@ -1072,6 +1165,64 @@ void Suite::jit_compile_costs() {
   j.disk_read_ms = median(reads);
   j.module_load_ms = median(loads);
   j.disk_hit_ms = median(totals);
+
+  // First use from an AOT bundle: the four cold-compiled variants in a bundle padded to the
+  // size of the default list's (about 140 kernels, 2 MiB), each rep a fresh compile cache that
+  // opens and verifies the bundle (header, index), finds the kernel (its SHA-256 checked),
+  // then cuModuleLoadData + cuModuleGetFunction.
+  std::vector<BundleInput> inputs;
+  for (const Variant &v : variants) {
+    auto cb = kernel_cubin(v.plan, v.src, v.arch);
+    if (!cb) return note("bundle: cubin of " + to_string(v.plan.spec), cb.takeError());
+    inputs.push_back(BundleInput{kernel_cache_key(v.plan, v.arch), v.arch, to_string(v.plan.spec), std::move(*cb)});
+  }
+  if (inputs.empty()) return;
+  std::mt19937_64 rng(77);
+  for (int i = 0; inputs.size() < 140; ++i) {  // filler kernels: never looked up
+    std::string bytes(16 * 1024, '\0');
+    for (char &c : bytes) c = char(rng());
+    inputs.push_back(BundleInput{make_cache_key("filler", std::to_string(i), "", 90, "0"), 90, "filler", bytes});
+  }
+  const std::string bundle_path = tmp.path + "/kernels.mcbundle";
+  if (auto e = write_bundle(bundle_path, BundleMeta{kGeneratorVersion, nvrtc_version(), "bench"}, inputs))
+    return note("bundle: write", std::move(e));
+  const Variant &first = variants.front();
+  const CacheKey first_key = kernel_cache_key(first.plan, first.arch);
+  std::vector<double> b_open, b_find, b_load, b_total;
+  for (int i = 0; i < 9; ++i) {
+    t0 = Clock::now();
+    CompileCache fresh(std::nullopt);
+    for (auto &b : open_bundles(BundlePaths{{bundle_path}, true}, kGeneratorVersion, nvrtc_version()))
+      fresh.add_bundle(std::move(b));
+    const double open_ms = ms_since(t0);
+    if (fresh.bundle_count() != 1) {
+      j.notes.push_back("first use from the AOT bundle: not measured: the bundle was refused (see the warning)");
+      return;
+    }
+    auto t1 = Clock::now();
+    auto cubin = fresh.get_cubin(
+        first_key, first.arch, []() -> llvm::Expected<std::string> { return err("not in the bundle"); }, "bench.cu");
+    const double find_ms = ms_since(t1);
+    if (!cubin) return note("first use from the AOT bundle", cubin.takeError());
+    t1 = Clock::now();
+    auto mod = Module::load(*cubin);
+    if (!mod) return note("bundle: cuModuleLoadData", mod.takeError());
+    auto fn = mod->function(first.src.name);
+    if (!fn) return note("bundle: cuModuleGetFunction", fn.takeError());
+    const double load_ms = ms_since(t1), total_ms = ms_since(t0);
+    if (i == 0) j.bundle_first_ms = total_ms;
+    b_open.push_back(open_ms);
+    b_find.push_back(find_ms);
+    b_load.push_back(load_ms);
+    b_total.push_back(total_ms);
+  }
+  j.bundle_open_ms = median(b_open);
+  j.bundle_find_ms = median(b_find);
+  j.bundle_load_ms = median(b_load);
+  j.bundle_hit_ms = median(b_total);
+  uint64_t bytes = 0;
+  if (!llvm::sys::fs::file_size(bundle_path, bytes)) j.bundle_kb = double(bytes) / 1024.0;
+  j.bundle_entries = int(inputs.size());
 }
 
 // The floor under every time in the tables: an empty kernel (one block of 32 threads) timed
@@ -1081,14 +1232,16 @@ void Suite::jit_empty_kernel() {
   JitCosts &j = out_.jit;
   auto note = [&](const std::string &what, llvm::Error e) { jit_note(what, std::move(e)); };
   if (lost_) return;
-  static const char *kEmpty = "extern \"C\" __global__ void magicube_empty(int *p) { if (p) p[0] = 0; }\n";
+  // Named for this run (NVRTC's own cache must not answer it), compiled as our kernels are (-minimal).
+  const std::string name = "magicube_empty_" + run_tag();
+  const std::string empty = "extern \"C\" __global__ void " + name + "(int *p) { if (p) p[0] = 0; }\n";
   auto t0 = Clock::now();
-  auto cubin = nvrtc_compile(kEmpty, "magicube_empty.cu", ctx_.compute_capability(), Emit::CUBIN);
+  auto cubin = nvrtc_compile(empty, "magicube_empty.cu", ctx_.compute_capability(), Emit::CUBIN, {"-minimal"});
   if (!cubin) return note("empty kernel: NVRTC", cubin.takeError());
   j.empty_compile_ms = ms_since(t0);
   auto mod = Module::load(*cubin);
   if (!mod) return note("empty kernel: load", mod.takeError());
-  auto fn = mod->function("magicube_empty");
+  auto fn = mod->function(name);
   if (!fn) return note("empty kernel: function", fn.takeError());
   CUdeviceptr none = 0;
   void *args[] = {&none};

@@ -33,8 +33,8 @@ std::string mode_text(mode_t m) {
 
 }  // namespace
 
-SafeRead read_regular_file(const std::string &path, uint64_t max_bytes) {
-  SafeRead r;
+SafeOpen open_regular_file(const std::string &path, uint64_t max_bytes) {
+  SafeOpen r;
   // O_NOFOLLOW: a symlink fails with ELOOP; O_NONBLOCK: opening a FIFO does not wait for a
   // writer (and we refuse it below before any read).
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
@@ -63,6 +63,9 @@ SafeRead read_regular_file(const std::string &path, uint64_t max_bytes) {
   }
   r.dev = uint64_t(st.st_dev);
   r.ino = uint64_t(st.st_ino);
+  r.mode = unsigned(st.st_mode);
+  r.uid = unsigned(st.st_uid);
+  r.size = uint64_t(st.st_size);
   if (!S_ISREG(st.st_mode)) {
     r.status = SafeRead::Status::Refused;
     r.why = std::string("is ") + file_kind(st.st_mode) + ", not a regular file";
@@ -75,8 +78,22 @@ SafeRead read_regular_file(const std::string &path, uint64_t max_bytes) {
     ::close(fd);
     return r;
   }
+  r.status = SafeRead::Status::Ok;
+  r.fd = fd;
+  return r;
+}
+
+SafeRead read_regular_file(const std::string &path, uint64_t max_bytes) {
+  SafeRead r;
+  SafeOpen o = open_regular_file(path, max_bytes);
+  r.status = o.status;
+  r.why = o.why;
+  r.dev = o.dev;
+  r.ino = o.ino;
+  if (o.status != SafeRead::Status::Ok) return r;
+  const int fd = o.fd;
   // Read at most max_bytes + 1: a file that grew past the bound since fstat is refused too.
-  r.data.resize(size_t(st.st_size));
+  r.data.resize(size_t(o.size));
   size_t have = 0;
   for (;;) {
     if (have == r.data.size()) {

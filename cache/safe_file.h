@@ -28,6 +28,20 @@ struct SafeRead {
 // Reads `path` as described above; files over `max_bytes` are Refused without reading them.
 SafeRead read_regular_file(const std::string &path, uint64_t max_bytes);
 
+// The same checks without reading: on Ok, `fd` is the open file (O_RDONLY, close-on-exec;
+// the caller closes it) and `size`, `mode` and `uid` its fstat's. For files read in parts
+// (the AOT bundles: the index at open, one kernel at a time later).
+struct SafeOpen {
+  SafeRead::Status status = SafeRead::Status::Missing;
+  int fd = -1;
+  uint64_t size = 0;
+  unsigned mode = 0;
+  unsigned uid = 0;
+  std::string why;
+  uint64_t dev = 0, ino = 0;
+};
+SafeOpen open_regular_file(const std::string &path, uint64_t max_bytes);
+
 // Success when `dir` is a directory owned by the effective uid and not writable by group or
 // others; otherwise an error naming the directory, its owner and mode, and the fix. A
 // missing directory is an error too (ENOENT in its message).

@@ -1,10 +1,12 @@
-// The three-level kernel cache of the JIT stage: process memory -> disk -> NVRTC (the levels are
-// cache/, the compiler jit/nvrtc.h).
+// The kernel cache of the JIT stage: process memory -> AOT bundles -> disk -> NVRTC (the
+// levels are cache/ and jit/bundle.h, the compiler jit/nvrtc.h).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "cache/cache_key.h"
 #include "cache/disk_cache.h"
 #include "cache/memory_cache.h"
+#include "jit/bundle.h"
 #include "llvm/Support/Error.h"
 
 namespace magicube {
@@ -25,8 +28,10 @@ class CompileCache {
   // runs without the disk level.
   static CompileCache &process();
 
-  // The cubin for `key`: from memory, else from disk, else compiled by NVRTC from
-  // make_source() for sm_<arch> (then stored on disk; a failed store is a warning only).
+  // The cubin for `key`: from memory, else from an AOT bundle, else from disk, else compiled
+  // by NVRTC from make_source() for sm_<arch> (then stored on disk; a failed store is a
+  // warning only). A bundle entry that fails its SHA-256 is warned about once and the
+  // bundle is not asked again; the kernel then comes from the disk or NVRTC.
   // make_source is called only on a compile. `key` must cover source, options and arch
   // (see make_cache_key): the cache never looks at the source on a hit.
   // Concurrent misses of one key may compile it more than once; all get the same result.
@@ -35,8 +40,16 @@ class CompileCache {
                                         const std::string &file_name,
                                         const std::vector<std::string> &extra_options = {});
 
+  // Adds a bundle to ask after the memory level (in the order added). Thread-safe.
+  void add_bundle(std::shared_ptr<const Bundle> bundle);
+  // Once per cache: adds the bundles of bundle_paths_from_env() that open_bundles() accepts
+  // for `generator` and this NVRTC. Kernel lookups of the runtime call it before get_cubin.
+  void use_process_bundles(const std::string &generator);
+  size_t bundle_count() const;
+
   struct Stats {
     uint64_t memory_hits = 0, memory_misses = 0;
+    uint64_t bundle_hits = 0, bundle_misses = 0;  // only counted on a memory miss with a bundle
     uint64_t disk_hits = 0, disk_misses = 0;  // only counted on a memory miss
     uint64_t compiles = 0, compile_failures = 0, disk_store_failures = 0;
     size_t memory_entries = 0;
@@ -48,9 +61,20 @@ class CompileCache {
   const std::optional<DiskCache> &disk() const { return disk_; }
 
  private:
+  struct UsedBundle {
+    std::shared_ptr<const Bundle> bundle;
+    std::atomic<bool> bad{false};  // an entry failed its hash: not asked again
+    explicit UsedBundle(std::shared_ptr<const Bundle> b) : bundle(std::move(b)) {}
+  };
+  // The bundle's cubin for `key`, or nullopt (no bundle has it, or the one that has it is corrupt).
+  std::optional<std::string> from_bundles(const CacheKey &key, const std::string &file_name);
+
   std::optional<DiskCache> disk_;
   MemoryCache<const std::string> memory_;
-  std::atomic<uint64_t> disk_hits_{0}, disk_misses_{0}, compiles_{0}, compile_failures_{0}, store_failures_{0};
+  mutable std::mutex bundles_mu_;
+  std::vector<std::shared_ptr<UsedBundle>> bundles_;
+  std::once_flag process_bundles_once_;
+  std::atomic<uint64_t> bundle_hits_{0}, bundle_misses_{0}, disk_hits_{0}, disk_misses_{0}, compiles_{0}, compile_failures_{0}, store_failures_{0};
 };
 
 }  // namespace magicube

@@ -583,29 +583,25 @@ std::vector<int64_t> random_values(std::mt19937_64 &rng, size_t count, const Ele
   return v;
 }
 
-// NVRTC-compiles every plan for the device, in parallel (through the process's compile
-// cache, so Kernel::get finds the cubins); the error text of each plan that fails ("" if none).
+// NVRTC-compiles every plan for the device, in parallel (precompile_kernels: through the
+// process's compile cache, so Kernel::get finds the cubins); the error text of each plan that
+// fails ("" if none).
 std::vector<std::string> precompile(const Context &ctx, const std::vector<Enumerated> &cands, int threads) {
   std::vector<std::string> errors(cands.size());
+  std::vector<PlanTarget> targets;
+  std::vector<size_t> which;  // targets[j] is cands[which[j]]
   const int cc = ctx.compute_capability();
-  parallel_for(
-      cands.size(),
-      [&](size_t i) {
-        const Plan &p = cands[i].plan;
-        auto arch = target_arch(p, cc);
-        if (!arch) {
-          errors[i] = llvm::toString(arch.takeError());
-          return;
-        }
-        auto src = generate(p);
-        if (!src) {
-          errors[i] = "codegen: " + llvm::toString(src.takeError());
-          return;
-        }
-        auto cubin = kernel_cubin(p, *src, *arch);
-        if (!cubin) errors[i] = "compile: " + llvm::toString(cubin.takeError());
-      },
-      threads > 0 ? unsigned(threads) : std::min(16u, hardware_threads()));
+  for (size_t i = 0; i < cands.size(); ++i) {
+    auto arch = target_arch(cands[i].plan, cc);
+    if (!arch) {
+      errors[i] = llvm::toString(arch.takeError());
+      continue;
+    }
+    targets.push_back(PlanTarget{cands[i].plan, *arch});
+    which.push_back(i);
+  }
+  std::vector<Precompiled> done = precompile_kernels(targets, threads > 0 ? unsigned(threads) : 0);
+  for (size_t j = 0; j < done.size(); ++j) errors[which[j]] = std::move(done[j].error);
   return errors;
 }
 

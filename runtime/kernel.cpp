@@ -1,9 +1,12 @@
 #include "runtime/kernel.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "llvm/ADT/SmallVector.h"
@@ -14,6 +17,8 @@
 #include "jit/compile_cache.h"
 #include "jit/nvrtc.h"
 #include "support/log.h"
+#include "support/parallel.h"
+#include "support/text.h"
 
 namespace magicube {
 
@@ -106,11 +111,76 @@ std::string joined(const std::vector<std::string> &opts) {
 }
 }  // namespace
 
-llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch) {
+const std::vector<std::string> &env_nvrtc_options() {
+  static const std::vector<std::string> opts = [] {
+    std::vector<std::string> o;
+    const char *v = std::getenv("MAGICUBE_NVRTC_OPTIONS");
+    if (!v) return o;
+    llvm::SmallVector<llvm::StringRef, 8> parts;
+    llvm::StringRef(v).split(parts, ' ', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef p : parts) {
+      p = p.trim();
+      if (p.empty()) continue;
+      if (!p.startswith("-")) {
+        warn_once("MAGICUBE_NVRTC_OPTIONS:" + p.str(),
+                  "MAGICUBE_NVRTC_OPTIONS: ignoring " + quoted(p) + " (not an option: options start with '-')");
+        continue;
+      }
+      o.push_back(p.str());
+    }
+    if (!o.empty()) log().info("NVRTC options from MAGICUBE_NVRTC_OPTIONS: {}", v);
+    return o;
+  }();
+  return opts;
+}
+
+std::vector<std::string> kernel_nvrtc_options(const Plan &plan) {
   std::vector<std::string> opts = nvrtc_options(plan);
+  const std::vector<std::string> &extra = env_nvrtc_options();
+  opts.insert(opts.end(), extra.begin(), extra.end());
+  return opts;
+}
+
+CacheKey kernel_cache_key(const Plan &plan, int arch) {
+  return make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(kernel_nvrtc_options(plan)), arch,
+                        nvrtc_version());
+}
+
+CompileCache &kernel_compile_cache() {
+  CompileCache &cache = CompileCache::process();
+  cache.use_process_bundles(kGeneratorVersion);  // once: $MAGICUBE_BUNDLE or the installed bundle
+  return cache;
+}
+
+llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch) {
+  std::vector<std::string> opts = kernel_nvrtc_options(plan);
   CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(opts), arch, nvrtc_version());
-  return CompileCache::process().get_cubin(
+  return kernel_compile_cache().get_cubin(
       key, arch, [&]() -> llvm::Expected<std::string> { return src.source; }, src.name + ".cu", opts);
+}
+
+std::vector<Precompiled> precompile_kernels(llvm::ArrayRef<PlanTarget> targets, unsigned threads) {
+  std::vector<Precompiled> out(targets.size());
+  parallel_for(
+      targets.size(),
+      [&](size_t i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const PlanTarget &t = targets[i];
+        Precompiled &r = out[i];
+        r.key = kernel_cache_key(t.plan, t.arch);
+        auto src = generate(t.plan);
+        if (!src) {
+          r.error = "codegen: " + llvm::toString(src.takeError());
+          return;
+        }
+        r.name = src->name;
+        auto cubin = kernel_cubin(t.plan, *src, t.arch);
+        if (cubin) r.cubin = std::move(*cubin);
+        else r.error = "compile: " + llvm::toString(cubin.takeError());
+        r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      },
+      threads > 0 ? threads : std::min(16u, hardware_threads()));
+  return out;
 }
 
 llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout) {
@@ -365,21 +435,31 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
   // Hot path: the plan's fingerprint (no JSON, no SHA-256) in the per-context memory cache.
   const uint64_t fp = fingerprint(plan);
   if (auto hit = fast_index().get(ctx.get(), fp, *arch)) return std::shared_ptr<const Kernel>(std::move(hit));
-  std::string key =
-      make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(nvrtc_options(plan)), *arch, nvrtc_version()).hex;
+  const CacheKey cache_key = kernel_cache_key(plan, *arch);
+  const std::string &key = cache_key.hex;
   if (auto hit = loaded_kernels().get(ctx.get(), key)) {
     fast_index().put(ctx.get(), fp, *arch, hit);
     return std::shared_ptr<const Kernel>(hit);
   }
-  auto src = generate(plan);
-  if (!src) return src.takeError();
-  auto cubin = kernel_cubin(plan, *src, *arch);
+  // The source is generated only when NVRTC must compile it: a cubin from memory, an AOT
+  // bundle or the disk needs just the kernel's name (codegen costs about 0.8 ms).
+  std::optional<KernelSource> generated;
+  const std::string name = plan.kernel_name();
+  auto cubin = kernel_compile_cache().get_cubin(
+      cache_key, *arch,
+      [&]() -> llvm::Expected<std::string> {
+        auto src = generate(plan);
+        if (!src) return src.takeError();
+        generated = std::move(*src);
+        return generated->source;
+      },
+      name + ".cu", kernel_nvrtc_options(plan));
   if (!cubin) return cubin.takeError();
   auto module = Module::load(*cubin);
   if (!module) return module.takeError();
   auto k = std::make_shared<Kernel>();
   k->plan_ = plan;
-  k->src_ = std::move(*src);
+  k->src_ = generated ? std::move(*generated) : KernelSource{name, std::string()};
   k->arch_ = *arch;
   k->module_ = std::make_shared<Module>(std::move(*module));
   auto fn = k->module_->function(k->src_.name);

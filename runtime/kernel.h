@@ -8,6 +8,7 @@
 
 #include "compiler/codegen.h"
 #include "compiler/plan.h"
+#include "jit/compile_cache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/epilogue.h"
 #include "runtime/packing.h"
@@ -21,8 +22,39 @@ llvm::Expected<int> target_arch(const Plan &plan, int device_cc);
 // The cache key's canonical IR: the plan's JSON (every chunk, term and layout decision).
 std::string canonical_plan(const Plan &plan);
 
-// Cubin of `plan` compiled for `arch`, through the process's compile cache.
+// The NVRTC options of `plan`'s kernel: nvrtc_options(plan) (compiler/codegen.h), then those
+// of $MAGICUBE_NVRTC_OPTIONS (space-separated, read once; e.g. "--Ofast-compile=mid" to try
+// a compile-time trade-off on the GPU). Every one is part of the cache key.
+std::vector<std::string> kernel_nvrtc_options(const Plan &plan);
+
+// The cache key of `plan`'s kernel compiled for `arch`: generator version, the plan's JSON,
+// its NVRTC options (kernel_nvrtc_options), the arch and the NVRTC version (the disk cache's
+// and the bundles' key).
+CacheKey kernel_cache_key(const Plan &plan, int arch);
+
+// The process's compile cache (CompileCache::process()) with its AOT bundles opened (once:
+// $MAGICUBE_BUNDLE, else the bundle installed beside the library).
+CompileCache &kernel_compile_cache();
+
+// Cubin of `plan` compiled for `arch`, through kernel_compile_cache().
 llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch);
+
+// The batch compile: independent variants compiled in parallel (NVRTC is thread-safe), each
+// through kernel_compile_cache(), so later Kernel::get calls find them in memory. Used by
+// tune, `magicube cache warm` and the bench.
+struct PlanTarget {
+  Plan plan;
+  int arch = 0;  // the cubin's sm_XX (target_arch of the plan on the device)
+};
+struct Precompiled {
+  std::string name;   // the kernel's name
+  CacheKey key;       // kernel_cache_key(plan, arch)
+  std::string cubin;  // empty on failure
+  std::string error;  // "" on success, else "codegen: ..." or "compile: ..."
+  double ms = 0;      // this target's wall time (codegen + cache lookup or compile)
+};
+// `threads` 0: the host's hardware threads, at most 16. Result i is targets[i]'s.
+std::vector<Precompiled> precompile_kernels(llvm::ArrayRef<PlanTarget> targets, unsigned threads = 0);
 
 // A's and B's packed planes on the device.
 struct DeviceLhs {
@@ -86,6 +118,8 @@ Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int sm_cou
 class Kernel {
  public:
   const Plan &plan() const { return plan_; }
+  // The kernel's name; its CUDA source only when this process compiled it (a cubin from a
+  // cache or bundle is loaded without generating the source: generate(plan()) gives it).
   const KernelSource &source() const { return src_; }
   CUfunction function() const { return fn_; }
   int arch() const { return arch_; }

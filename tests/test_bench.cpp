@@ -186,6 +186,14 @@ TEST(BenchSummary, TablesTargetsAndMismatches) {
   jit.disk_hit_ms = 0.4;
   jit.get_launch_us = 4.5;
   jit.bare_launch_us = 3.4;
+  jit.nvrtc_cold_each = {{"spmm.s8xs8.v8.n128.pf.i32.sm_90", 48.0}, {"sddmm.s4xs4.v8.n64.pf.i32.sm_90", 61.5}};
+  jit.batch_count = 8;
+  jit.batch_threads = 8;
+  jit.batch_per_variant_ms = 20.25;
+  jit.bundle_first_ms = 1.5;
+  jit.bundle_hit_ms = 0.75;
+  jit.bundle_entries = 140;
+  jit.bundle_kb = 2200;
   jit.notes.push_back("a jit note");
   std::string md = summary_markdown(info, synthetic_results(), jit);
   SCOPED_TRACE(md);
@@ -229,6 +237,21 @@ TEST(BenchSummary, TablesTargetsAndMismatches) {
   EXPECT_NE(md.find("| bare cuLaunchKernel of the same kernel and arguments, host time per call | 3.40 us |"),
             std::string::npos);
   EXPECT_NE(md.find("- a jit note"), std::string::npos);
+  // The JIT targets (issue 16): the worst variant decides the cold-compile row.
+  EXPECT_NE(md.find("| JIT: cold compile median <= 50 ms per variant (SpMM, SDDMM L8-R8, L4-R4 V=8) | "
+                    "spmm.s8xs8.v8.n128.pf.i32.sm_90: 48.0; sddmm.s4xs4.v8.n64.pf.i32.sm_90: 61.5 ms (in a parallel "
+                    "batch of 8: 20.2 ms a variant) | **FAIL** |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| JIT: first use from the AOT bundle <= 2 ms (open, verify, load) | 0.750 ms (first 1.500 ms) | "
+                    "**PASS** |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| JIT: disk-cache hit <= 1 ms (read, verify, load) | 0.400 ms | **PASS** |"), std::string::npos);
+  EXPECT_NE(md.find("| JIT: memory hit + launch within 1 us of a raw cuLaunchKernel | +1.10 us (4.50 vs 3.40 us) | "
+                    "**FAIL** |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| first use from the AOT bundle: total (median) | 0.750 ms |"), std::string::npos);
+  EXPECT_NE(md.find("| parallel batch: 8 new variants (V=4, V=2) compiled on 8 threads, wall time per variant | 20.2 ms |"),
+            std::string::npos);
   EXPECT_NE(md.find("unsupported cuSPARSE BELL s8 (synthetic): cusparseSpMM: refused"), std::string::npos);
   EXPECT_NE(md.find("(x8)"), std::string::npos);
 }

@@ -33,9 +33,11 @@ namespace {
 
 
 // Runs `magicube <args>` with MAGICUBE_CACHE_DIR=<cache_dir> (and `env`, "NAME=value ...").
+// No AOT bundle unless `env` names one (MAGICUBE_BUNDLE=...): the tests expect kernels compiled
+// or cached, even where a bundle was built beside the binary (MAGICUBE_AOT_BUNDLE=ON).
 CliResult cli(const std::string &args, const std::string &cache_dir, const std::string &env = "") {
-  return run_shell("env MAGICUBE_CACHE_DIR=" + shell_quote(cache_dir) + " " + env + " " + shell_quote(magicube_cli()) +
-                   " " + args);
+  return run_shell("env MAGICUBE_CACHE_DIR=" + shell_quote(cache_dir) + " MAGICUBE_BUNDLE=0 " + env + " " +
+                   shell_quote(magicube_cli()) + " " + args);
 }
 
 std::string read_file(const std::string &path) {
@@ -233,7 +235,101 @@ TEST(Cli, CachePathStatsClear) {
   CliResult bad = cli("cache purge", cache);
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("'purge'"), std::string::npos) << bad.output;
-  EXPECT_NE(bad.output.find("path, stats, clear"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("path, stats, clear, warm, inspect"), std::string::npos) << bad.output;
+}
+
+// cache warm compiles a list of specs into an AOT bundle, cache inspect lists and verifies it,
+// and a fresh process with MAGICUBE_BUNDLE set takes its kernel from the bundle (nothing
+// compiled, nothing stored on disk), byte for byte NVRTC's. A corrupt bundle is refused with
+// a warning and NVRTC takes over with the same bytes.
+TEST(Cli, CacheWarmInspectAndUseABundle) {
+  TempDir tmp;
+  const std::string list = tmp.file("specs.txt"), bundle = tmp.file("aot/kernels.mcbundle");
+  {
+    std::ofstream(list) << "# two kernels\nspmm.s8xs8.v8.n128.pf.i32.sm_90\n\n"
+                           "sddmm.s8xs8.v8.n128.pf.i32.sm_90  # and SDDMM\n";
+  }
+  CliResult warm = cli("cache warm --list=" + shell_quote(list) + " --jobs=2 -o " + shell_quote(bundle), tmp.file("c0"));
+  ASSERT_EQ(warm.status, 0) << warm.output;
+  EXPECT_NE(warm.output.find("compiling 2 kernels"), std::string::npos) << warm.output;
+  EXPECT_NE(warm.output.find("wrote " + bundle + ": 2 kernels"), std::string::npos) << warm.output;
+  struct stat st {};
+  ASSERT_EQ(::stat(bundle.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+
+  CliResult inspect = cli("cache inspect " + shell_quote(bundle), tmp.file("c0"));
+  EXPECT_EQ(inspect.status, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("entries    2\n"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("'spmm.s8xs8.v8.n128.pf.i32.sm_90'"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("'sddmm.s8xs8.v8.n128.pf.i32.sm_90'"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("usable     yes"), std::string::npos) << inspect.output;
+  EXPECT_NE(inspect.output.find("verified   header, index and all 2 cubins"), std::string::npos) << inspect.output;
+
+  const std::string flags = "compile --lhs=s8 --rhs=s8 --v=8 --bsn=128 --arch=sm_90 --emit=cubin -o ";
+  ASSERT_EQ(cli(flags + shell_quote(tmp.file("nvrtc.cubin")), tmp.file("c1")).status, 0);
+  const std::string nvrtc = read_file(tmp.file("nvrtc.cubin"));
+  CliResult hit = cli(flags + shell_quote(tmp.file("bundle.cubin")), tmp.file("c2"),
+                      "MAGICUBE_BUNDLE=" + shell_quote(bundle) + " MAGICUBE_LOG_LEVEL=debug");
+  ASSERT_EQ(hit.status, 0) << hit.output;
+  EXPECT_NE(hit.output.find("AOT bundle hit"), std::string::npos) << hit.output;
+  EXPECT_EQ(hit.output.find("nvrtc compiled"), std::string::npos) << hit.output;
+  EXPECT_EQ(read_file(tmp.file("bundle.cubin")), nvrtc);
+  CliResult stats = cli("cache stats", tmp.file("c2"), "MAGICUBE_BUNDLE=" + shell_quote(bundle));
+  EXPECT_NE(stats.output.find("entries  0\n"), std::string::npos) << stats.output;
+  EXPECT_NE(stats.output.find("bundle   " + bundle + ": 2 kernels"), std::string::npos) << stats.output;
+  EXPECT_NE(cli("cache stats", tmp.file("c2")).output.find("bundles  none (MAGICUBE_BUNDLE=0)"), std::string::npos);
+
+  // Corrupt the last cubin's last byte: inspect fails naming the entry; a run warns and compiles.
+  std::string raw = read_file(bundle);
+  raw.back() ^= 0x5a;
+  { std::ofstream(bundle, std::ios::binary | std::ios::trunc) << raw; }
+  CliResult bad = cli("cache inspect " + shell_quote(bundle), tmp.file("c0"));
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("is corrupt: entry 'sddmm.s8xs8.v8.n128.pf.i32.sm_90'"), std::string::npos) << bad.output;
+  CliResult fallback = cli("compile --op=sddmm --lhs=s8 --rhs=s8 --v=8 --bsn=128 --arch=sm_90 --emit=cubin -o " +
+                               shell_quote(tmp.file("sddmm.cubin")),
+                           tmp.file("c3"), "MAGICUBE_BUNDLE=" + shell_quote(bundle));
+  ASSERT_EQ(fallback.status, 0) << fallback.output;
+  EXPECT_NE(fallback.output.find("AOT kernel bundle " + bundle + " refused"), std::string::npos) << fallback.output;
+  EXPECT_NE(cli("cache stats", tmp.file("c3")).output.find("entries  1\n"), std::string::npos);
+}
+
+// Options from MAGICUBE_NVRTC_OPTIONS reach NVRTC and the cache key: the same plan compiled
+// with and without them is two entries; a token that is no option is warned about, ignored.
+TEST(Cli, NvrtcOptionsFromTheEnvironmentArePartOfTheKey) {
+  TempDir tmp;
+  const std::string cache = tmp.file("c"), flags = "compile --lhs=s8 --rhs=s8 --v=8 --arch=sm_90 --emit=cubin -o ";
+  ASSERT_EQ(cli(flags + shell_quote(tmp.file("a.cubin")), cache).status, 0);
+  CliResult with = cli(flags + shell_quote(tmp.file("b.cubin")), cache,
+                       "MAGICUBE_NVRTC_OPTIONS=" + shell_quote("-lineinfo bogus --time=" + tmp.file("t.csv")));
+  ASSERT_EQ(with.status, 0) << with.output;
+  EXPECT_NE(with.output.find("ignoring 'bogus'"), std::string::npos) << with.output;
+  EXPECT_NE(read_file(tmp.file("t.csv")).find("NVVM Optimizer"), std::string::npos);
+  EXPECT_NE(cli("cache stats", cache).output.find("entries  2\n"), std::string::npos);
+}
+
+TEST(Cli, CacheWarmAndInspectRefuseBadInput) {
+  TempDir tmp;
+  const std::string list = tmp.file("specs.txt");
+  { std::ofstream(list) << "spmm.s8xs8.v8.n128.pf.i32.sm_90\nspmm.s8xs8.v3.i32.sm_90\n"; }
+  CliResult bad_line = cli("cache warm --list=" + shell_quote(list) + " -o " + shell_quote(tmp.file("b")), tmp.path());
+  EXPECT_EQ(bad_line.status, 1);
+  EXPECT_NE(bad_line.output.find(list + ":2: 'spmm.s8xs8.v3.i32.sm_90'"), std::string::npos) << bad_line.output;
+  CliResult no_out = cli("cache warm --list=" + shell_quote(list), tmp.path());
+  EXPECT_EQ(no_out.status, 1);
+  EXPECT_NE(no_out.output.find("-o: the bundle to write is required"), std::string::npos) << no_out.output;
+  CliResult bad_arch = cli("cache warm --arch=sm_75 -o " + shell_quote(tmp.file("b")), tmp.path());
+  EXPECT_EQ(bad_arch.status, 1);
+  EXPECT_NE(bad_arch.output.find("arch:"), std::string::npos) << bad_arch.output;
+  CliResult missing = cli("cache inspect " + shell_quote(tmp.file("none.mcbundle")), tmp.path());
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.output.find("refused: does not exist"), std::string::npos) << missing.output;
+  CliResult two = cli("cache inspect", tmp.path());
+  EXPECT_EQ(two.status, 1);
+  CliResult extra = cli("cache stats --list=x", tmp.path());
+  EXPECT_EQ(extra.status, 1);
+  EXPECT_NE(extra.output.find("go with cache warm"), std::string::npos) << extra.output;
+  EXPECT_FALSE(llvm::sys::fs::exists(tmp.file("b")));
 }
 
 // A kernel planted by another user in a shared (0777) cache dir, with a valid header and

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cache/disk_cache.h"
+#include "jit/bundle.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
 #include "support/text.h"
@@ -199,7 +200,7 @@ int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &ou
 int cmd_cache(const std::string &action) {
   if (action != "path" && action != "stats" && action != "clear")
     return fail("cache: " + (action.empty() ? std::string("an action is required") : "'" + action + "' is not an action") +
-                " (allowed: path, stats, clear)");
+                " (allowed: path, stats, clear, warm, inspect)");
   auto path = DiskCache::default_path();
   if (!path) return fail(path.takeError());
   bool disabled = false;
@@ -212,18 +213,37 @@ int cmd_cache(const std::string &action) {
     if (disabled) llvm::errs() << "magicube: note: the disk cache is disabled by MAGICUBE_CACHE=0\n";
     return 0;
   }
+  // The AOT bundles a process would use, each opened and checked as a process does.
+  auto print_bundles = [] {
+    BundlePaths paths = bundle_paths_from_env();
+    if (paths.paths.empty()) {
+      llvm::outs() << "bundles  none (" << (paths.given ? "MAGICUBE_BUNDLE=0" : "none installed at " + default_bundle_path())
+                   << ")\n";
+      return;
+    }
+    for (const std::string &p : paths.paths) {
+      auto b = Bundle::open(p);
+      llvm::Error e = b ? (*b)->check_versions(kGeneratorVersion, nvrtc_version()) : b.takeError();
+      llvm::outs() << "bundle   " << p << ": "
+                   << (e ? "refused: " + llvm::toString(std::move(e))
+                         : std::to_string((*b)->entries().size()) + " kernels, " + human_bytes((*b)->bytes()))
+                   << (paths.given ? " (MAGICUBE_BUNDLE)" : " (installed)") << "\n";
+    }
+  };
   // stats and clear look at the directory; they never create it.
   llvm::SmallString<256> abs(*path);
   (void)llvm::sys::fs::make_absolute(abs);
   llvm::sys::path::remove_dots(abs, /*remove_dot_dot=*/true);
   if (!llvm::sys::fs::exists(abs)) {
-    if (action == "stats")
+    if (action == "stats") {
       llvm::outs() << "path     " << abs << " (does not exist yet)\n"
                    << "enabled  " << (disabled ? "no (MAGICUBE_CACHE=0)" : "yes") << "\n"
                    << "entries  0\n"
                    << "bytes    0 (0 B)\n";
-    else
+      print_bundles();
+    } else {
       llvm::outs() << "cleared 0 entries (0 B) from " << abs << " (it does not exist)\n";
+    }
     return 0;
   }
   auto cache = DiskCache::open(*path);
@@ -239,6 +259,7 @@ int cmd_cache(const std::string &action) {
                  << "bound    " << (bound ? human_bytes(bound) : std::string("none"))
                  << " (MAGICUBE_CACHE_MAX_BYTES; least recently used entries are evicted)\n";
     if (st.temps) llvm::outs() << "temps    " << st.temps << " (files of writers in progress or killed)\n";
+    print_bundles();
     return 0;
   }
   if (auto e = cache->clear()) return fail(std::move(e));

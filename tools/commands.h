@@ -64,6 +64,20 @@ int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &ou
 // cache path|stats|clear on the default disk cache.
 int cmd_cache(const std::string &action);
 
+// cache warm: compiles the default AOT list (runtime/aot_plans.h) for `archs`, or the specs of
+// `list`, in parallel through the kernel cache, and writes them as one bundle (jit/bundle.h).
+struct WarmArgs {
+  std::string list;                 // "" = the default list
+  std::string archs = "sm_80,sm_90";
+  bool archs_given = false;         // with a list: retarget every spec to each arch
+  std::string out;                  // the bundle
+  int jobs = 0;                     // compile threads, 0 = the host's
+};
+int cmd_cache_warm(const WarmArgs &args);
+// cache inspect: the bundle's header and entries, every cubin verified; exit 1 when it is
+// refused, corrupt, or of another generator or NVRTC.
+int cmd_cache_inspect(const std::string &path);
+
 // The sparse operand of run: SpMM's A (M x K) or SDDMM's mask (M x N).
 struct RunArgs {
   std::string matrix;  // a DLMC .smtx file, dilated by V; or else a synthetic matrix:

@@ -8,6 +8,8 @@
 //   magicube run     --op=sddmm <op flags> (--matrix=FILE.smtx | --m=M --n=N --sparsity=S)
 //                    --k=K [--layout=bcrs|srbcrs] [--stride=32] [--repeat=R] ...      (sddmm)
 //   magicube cache   path|stats|clear
+//   magicube cache   warm [--list=FILE] [--arch=sm_80,sm_90] [--jobs=J] -o BUNDLE
+//   magicube cache   inspect BUNDLE
 //   magicube tune    <op flags> (--matrix=FILE.smtx | --m --k --sparsity) --n=N [--verify] ...
 //   magicube bench   FLAGS   runs magicube-bench FLAGS from this binary's directory
 //
@@ -34,6 +36,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include "support/log.h"
+#include "support/text.h"
 #include "tools/commands.h"
 #include "tools/tune_cmd.h"
 
@@ -45,7 +48,7 @@ namespace {
 cl::SubCommand PlanCmd("plan", "Lower an op for an arch and print its emulation plan");
 cl::SubCommand CompileCmd("compile", "Write the generated CUDA source, PTX or cubin of an op's plan");
 cl::SubCommand RunCmd("run", "Run an op on random inputs on the GPU: check it bit-exact, then time it");
-cl::SubCommand CacheCmd("cache", "The kernel disk cache: path | stats | clear");
+cl::SubCommand CacheCmd("cache", "The kernel disk cache: path | stats | clear; AOT bundles: warm | inspect");
 cl::SubCommand TuneCmd("tune", "Time every candidate kernel of an op on a matrix; store the fastest for reuse");
 
 // Op flags, shared by the subcommands that take an op.
@@ -126,8 +129,42 @@ cl::opt<unsigned long long> SeedFlag("seed", cl::desc("random seed of the inputs
                                      cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 
 // cache
-cl::opt<std::string> CacheAction(cl::Positional, cl::desc("path | stats | clear"), cl::value_desc("action"),
-                                 cl::sub(CacheCmd));
+cl::list<std::string> CacheArgs(cl::Positional, cl::desc("path | stats | clear | warm | inspect BUNDLE"),
+                                cl::value_desc("action"), cl::sub(CacheCmd));
+cl::OptionCategory CacheCat("Cache options");
+cl::opt<std::string> WarmList("list",
+                              cl::desc("warm: the specs to compile, one canonical spec per line ('#' comments); "
+                                       "default: the library's AOT list"),
+                              cl::value_desc("file"), cl::cat(CacheCat), cl::sub(CacheCmd));
+cl::opt<std::string> WarmArch("arch", cl::desc("warm: the archs to compile for, comma-separated"),
+                              cl::init("sm_80,sm_90"), cl::cat(CacheCat), cl::sub(CacheCmd));
+cl::opt<std::string> WarmOut("o", cl::desc("warm: the bundle to write"), cl::value_desc("file"), cl::cat(CacheCat),
+                             cl::sub(CacheCmd));
+cl::opt<int> WarmJobs("jobs", cl::desc("warm: compile threads (0 = the host's)"), cl::init(0), cl::cat(CacheCat),
+                      cl::sub(CacheCmd));
+
+int cache_command() {
+  const std::string action = CacheArgs.empty() ? "" : CacheArgs[0];
+  const size_t want = action == "inspect" ? 2 : 1;
+  if (!CacheArgs.empty() && CacheArgs.size() != want)
+    return tool::fail("cache " + action + ": " +
+                      (action == "inspect" ? "expects one bundle (cache inspect BUNDLE)"
+                                           : "takes no operand, got " + quoted(CacheArgs[1])));
+  if (action == "warm") {
+    tool::WarmArgs w;
+    w.list = WarmList;
+    w.archs = WarmArch;
+    w.archs_given = WarmArch.getNumOccurrences() > 0;
+    w.out = WarmOut;
+    w.jobs = WarmJobs;
+    return tool::cmd_cache_warm(w);
+  }
+  if (action == "inspect") return tool::cmd_cache_inspect(CacheArgs[1]);
+  if (WarmList.getNumOccurrences() || WarmArch.getNumOccurrences() || WarmOut.getNumOccurrences() ||
+      WarmJobs.getNumOccurrences())
+    return tool::fail("cache " + action + ": --list, --arch, -o and --jobs go with cache warm");
+  return tool::cmd_cache(action);
+}
 
 tool::OpFlags op_flags() {
   tool::OpFlags f;
@@ -228,7 +265,7 @@ int run_command() {
   if (CompileCmd) return tool::cmd_compile(op_flags(), EmitFlag, OutputFlag);
   if (RunCmd) return tool::cmd_run(op_flags(), run_args());
   if (TuneCmd) return tool::cmd_tune(op_flags(), tune_args());
-  if (CacheCmd) return tool::cmd_cache(CacheAction);
+  if (CacheCmd) return cache_command();
   llvm::errs() << "magicube: error: no command given (commands: plan, compile, run, cache, bench, tune; try: magicube --help)\n";
   return 1;
 }

@@ -202,15 +202,16 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
     if (auto e = pipe->prepare(plan)) return fail(std::move(e));
     if (auto e = pipe->poison()) return fail(std::move(e));  // every element must be written
 
-    CompileCache::Stats before = CompileCache::process().stats();
+    CompileCache::Stats before = kernel_compile_cache().stats();
     auto t0 = std::chrono::steady_clock::now();
     auto kernel = Kernel::get(*ctx, plan);
     double load_ms = ms_since(t0);
     if (!kernel) return fail(kernel.takeError());
-    CompileCache::Stats after = CompileCache::process().stats();
-    const char *from = after.compiles > before.compiles     ? "compiled by NVRTC"
-                       : after.disk_hits > before.disk_hits ? "cubin from the disk cache"
-                                                            : "cubin from memory";
+    CompileCache::Stats after = kernel_compile_cache().stats();
+    const char *from = after.compiles > before.compiles         ? "compiled by NVRTC"
+                       : after.bundle_hits > before.bundle_hits ? "cubin from the AOT bundle"
+                       : after.disk_hits > before.disk_hits     ? "cubin from the disk cache"
+                                                                : "cubin from memory";
     llvm::outs() << "kernel    " << (*kernel)->source().name << "\n"
                  << fmt::format("load      {:.1f} ms ({}, loaded for {})\n", load_ms, from,
                                   arch_name((*kernel)->arch()));
