@@ -188,7 +188,7 @@ int run(const bench::BenchOptions &o, int argc, char **argv) {
                                ctx->name(), o.out_dir));
   if (cfg->llm)
     progress.message(fmt::format("{}: llm section, --llm-grid={}: {} problems of ours, {} dense (M, K, N)", kName,
-                                 bench::to_string(cfg->llm_grid), bench::llm_problems(cfg->llm_grid).size(),
+                                 bench::to_string(cfg->llm_grid), bench::llm_problems(*cfg).size(),
                                  bench::llm_dense_problems(cfg->llm_grid).size()));
   auto out = bench::run_bench(*cfg, dlmc, command_line(argc, argv), *ctx, progress);
   if (!out) return fail(out.takeError());

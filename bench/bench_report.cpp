@@ -205,6 +205,9 @@ llvm::Expected<BenchConfig> make_config(const BenchOptions &o) {
   c.warmup = o.warmup;
   if (o.l2 != "warm" && o.l2 != "flush") return err("l2: --l2=" + o.l2 + " is not allowed (allowed: warm, flush)");
   c.flush_l2 = o.l2 == "flush";
+  if (!o.filter.empty())
+    for (const Precision &p : c.spmm_precisions) c.llm_precisions.push_back(p.name);
+  if (!o.vs.empty()) c.llm_vs = c.vs;
   auto grid = parse_llm_grid(o.llm_grid);
   if (!grid) return grid.takeError();
   c.llm_grid = *grid;
@@ -261,6 +264,17 @@ std::vector<LlmProblem> llm_problems(LlmGrid g) {
           if (!runs) continue;
           for (double s : ss) out.push_back(LlmProblem{m, k, n, s, v, p});
         }
+  return out;
+}
+
+std::vector<LlmProblem> llm_problems(const BenchConfig &c) {
+  std::vector<LlmProblem> out;
+  for (const LlmProblem &p : llm_problems(c.llm_grid)) {
+    const auto &names = c.llm_precisions;
+    if (!names.empty() && std::find(names.begin(), names.end(), p.precision.name) == names.end()) continue;
+    if (!c.llm_vs.empty() && std::find(c.llm_vs.begin(), c.llm_vs.end(), p.v) == c.llm_vs.end()) continue;
+    out.push_back(p);
+  }
   return out;
 }
 

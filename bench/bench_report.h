@@ -103,6 +103,9 @@ std::vector<std::pair<int64_t, int64_t>> llm_shapes(LlmGrid g);
 //            V=4, V=2 at L8-R8 for 4096x4096 only
 //   full:    6 shapes x 11 N x 3 s x V 8, 4, 2 x L8-R8, L4-R8, L4-R4
 std::vector<LlmProblem> llm_problems(LlmGrid g);
+// The grid's problems that the config keeps (--filter, --v).
+struct BenchConfig;
+std::vector<LlmProblem> llm_problems(const BenchConfig &c);
 // The distinct (M, K, N) of the grid: the dense contenders run once each.
 std::vector<std::array<int64_t, 3>> llm_dense_problems(LlmGrid g);
 
@@ -159,6 +162,10 @@ struct BenchConfig {
   bool synthetic = true, dlmc = true, sddmm = true, small = true, jit = true;
   bool llm = false;  // only when --sections names it
   LlmGrid llm_grid = LlmGrid::Default;
+  // The llm grid's problems kept: precision names and V, from --filter and --v when given
+  // (empty: all of the grid's).
+  std::vector<std::string> llm_precisions;
+  std::vector<int> llm_vs;
   bool vendors = true;
   int repeat = 20, warmup = 10;
   bool flush_l2 = false;

@@ -645,7 +645,7 @@ int64_t Suite::tasks() const {
 }
 
 int64_t Suite::llm_tasks() const {
-  return int64_t(llm_problems(cfg_.llm_grid).size()) +
+  return int64_t(llm_problems(cfg_).size()) +
          (cfg_.vendors ? 3 * int64_t(llm_dense_problems(cfg_.llm_grid).size()) : 0);
 }
 
@@ -922,7 +922,7 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
 
 void Suite::llm() {
   const LlmGrid grid = cfg_.llm_grid;
-  const std::vector<LlmProblem> problems = llm_problems(grid);
+  const std::vector<LlmProblem> problems = llm_problems(cfg_);
   for (auto [m, k] : llm_shapes(grid)) {
     bool with_2_4 = std::any_of(problems.begin(), problems.end(), [&](const LlmProblem &p) {
       return p.m == m && p.k == k && std::abs(p.sparsity - 0.5) < 1e-9;
@@ -1419,10 +1419,11 @@ llvm::Expected<BenchOutput> run_bench(const BenchConfig &cfg, const std::string 
   if (auto e = suite.init()) return e;
   out.info.command = command;
   if (cfg.llm) {
-    auto probs = llm_problems(cfg.llm_grid);
-    out.info.llm = fmt::format("--llm-grid={}: {} problems of ours on {} weight shapes, {} dense (M, K, N)",
-                               to_string(cfg.llm_grid), probs.size(), llm_shapes(cfg.llm_grid).size(),
-                               llm_dense_problems(cfg.llm_grid).size());
+    auto probs = llm_problems(cfg);
+    out.info.llm = fmt::format("--llm-grid={}: {} problems of ours{} on {} weight shapes, {} dense (M, K, N)",
+                               to_string(cfg.llm_grid), probs.size(),
+                               cfg.llm_precisions.empty() && cfg.llm_vs.empty() ? "" : " (of the grid's, by --filter/--v)",
+                               llm_shapes(cfg.llm_grid).size(), llm_dense_problems(cfg.llm_grid).size());
   }
 
   // DLMC first: its file count sets the progress total.

@@ -164,10 +164,12 @@ constexpr double kRefSms = 132;
 // Dense int8 GEMM (cuBLASLt): 15-35 us at N <= 128 for 16.7-58.7 MB weights, 1,260-1,570 TOPS
 // at N >= 2048.
 constexpr double kDenseLaunchUs = 6.0, kDenseBytesPerUs = 2.2e6, kDenseTops = 1450;
-// Our kernels: the decode kernel streams its weight near the dense GEMM's rate; the others,
-// at small N, at 0.3-0.9 TB/s. At large N they run at a rate per V (s8 x s8, N = 2048-8192:
-// V=8 100-155 TOPS, V=4 58, V=2 31).
-constexpr double kSparseLaunchUs = 5.0, kDecodeBytesPerUs = 2.0e6, kOtherBytesPerUs = 0.45e6;
+// Our kernels: the decode kernel (N <= 64) streams its weight at about 1 TB/s after a fixed
+// 8.5 us (M=K=4096 s=0.5 / 0.9: 18.6 / 10.5 us; 11008x4096: 36.7 / 14.1 us), once per column
+// slice; the others, at small N, at 0.3-0.9 TB/s. At large N they run at a rate per V
+// (s8 x s8, N = 2048-8192: V=8 100-155 TOPS, V=4 58, V=2 31).
+constexpr double kSparseLaunchUs = 5.0, kOtherBytesPerUs = 0.45e6;
+constexpr double kDecodeLaunchUs = 8.5, kDecodeBytesPerUs = 1.04e6;
 constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // The sparse route is kept only when the model gives it this margin: near the crossover the
 // dense route, which is never slower than dense, is the safe side.
@@ -195,11 +197,15 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double rhs_bytes = spec.rhs.bits <= 4 ? 0.5 : spec.rhs.bits <= 8 ? 1.0 : 2.0;
   const double out_bytes = double(stored_bytes(spec.out));
   const double index_bytes = streams_weight(plan) ? 2 : 4;
-  const double sparse_bytes = vectors * (v * lhs_bytes + index_bytes) + k * n * rhs_bytes + out_bytes * m * n;
-  const double stream = streams_weight(plan) ? kDecodeBytesPerUs : kOtherBytesPerUs;
+  const bool decode = streams_weight(plan);
+  const double slices = decode ? std::ceil(n / double(std::max(1, spec.bsn))) : 1;  // A streamed once per slice
+  const double sparse_bytes =
+      slices * vectors * (v * lhs_bytes + index_bytes) + k * n * rhs_bytes + out_bytes * m * n;
+  const double launch = decode ? kDecodeLaunchUs : kSparseLaunchUs;
+  const double stream = decode ? kDecodeBytesPerUs : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
-  e.sparse_us = std::max(kSparseLaunchUs + sparse_bytes / (stream * scale),
-                         kSparseLaunchUs + 2 * vectors * v * n / (kSparseTops[vi] * scale * 1e6));
+  e.sparse_us = std::max(launch + sparse_bytes / (stream * scale),
+                         launch + 2 * vectors * v * n / (kSparseTops[vi] * scale * 1e6));
   return e;
 }
 

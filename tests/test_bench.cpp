@@ -688,3 +688,20 @@ TEST(BenchLlm, OptionsAndFlag) {
     EXPECT_EQ(r.output, "magicube-bench: no GPU: " + reason + "\n");
   }
 }
+
+TEST(BenchLlm, FilterAndVKeepPartOfTheGrid) {
+  BenchOptions o;
+  o.sections = "llm";
+  o.filter = "L8-R8";
+  o.vs = "8";
+  auto c = make_config(o);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  const std::vector<LlmProblem> kept = llm_problems(*c);
+  EXPECT_EQ(kept.size(), size_t(6 * 11 * 3));  // 6 shapes x 11 N x 3 sparsities
+  for (const LlmProblem &p : kept) EXPECT_TRUE(p.precision.name == "L8-R8" && p.v == 8);
+  BenchOptions all;
+  all.sections = "llm";
+  auto d = make_config(all);
+  ASSERT_TRUE(bool(d));
+  EXPECT_EQ(llm_problems(*d).size(), llm_problems(LlmGrid::Default).size());
+}
