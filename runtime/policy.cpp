@@ -213,6 +213,10 @@ RouteChoice route_policy(const Plan &plan, const MatrixSignature &sig, const Dev
   if (std::string why = dense_route_refusal(plan.spec); !why.empty()) return {Route::Sparse, "dense route not offered: " + why};
   if (sig.k % 4 != 0)
     return {Route::Sparse, fmt::format("dense route not offered: K={} is not a multiple of 4 (cuBLASLt's int8 kernels)", sig.k)};
+  if (sig.n > 1 && sig.n % 4 != 0)
+    return {Route::Sparse, fmt::format("dense route not offered: N={} is not 1 or a multiple of 4 (cuBLASLt's int8 "
+                                       "GEMM into an int32 C of N % 4 != 0 columns ran 3x slower on the H100)",
+                                       sig.n)};
   const RouteEstimate e = estimate_routes(plan, sig, dev);
   if (e.sparse_us * kSparseMargin <= e.dense_us) return {Route::Sparse, "faster here (" + e.str() + ")"};
   if (std::string why = dense_library_unavailable(); !why.empty())

@@ -145,3 +145,14 @@ TEST(DenseRoute, GemmRefusesBadShapesBeforeAnyGpuWork) {
   if (dense_library_unavailable().empty()) EXPECT_EQ(why, "dense route: M=0 N=4 K=4 is outside 1..2^31-1");
   else EXPECT_EQ(why.rfind("dense route unavailable: libcublasLt", 0), 0u) << why;
 }
+
+TEST(DenseRoute, OddNarrowNStaysSparse) {
+  // N=2: cuBLASLt's int8 GEMM offered one slow algorithm (44 us against 15 us at N=1 and 4).
+  for (int64_t n : {2, 3, 6, 33}) {
+    const MatrixSignature sig = signature(2048, 2048, n, 8, 0.5);
+    Dispatched d = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
+    EXPECT_EQ(d.route, Route::Sparse) << n;
+    EXPECT_EQ(d.route_why.rfind("dense route not offered: N=" + std::to_string(n) + " is not 1 or a multiple of 4", 0), 0u)
+        << d.route_why;
+  }
+}
