@@ -560,4 +560,58 @@ llvm::Expected<std::string> assemble(const Plan &p, const KernelFrame &f, Kernel
   return src;
 }
 
+
+int KernelGen::slice_row(const Chunk &c) const { return slice_row_bytes(p, c); }
+
+Expr KernelGen::slice_swizzle(const Expr &k, int units) {
+  switch (units) {
+    case 1: case 3: return 0;  // 3 units: row k starts in bank group 3k mod 8 already
+    case 2: return (k >> 2) & 1;
+    case 4: return (k >> 1) & 3;
+    default: return k & 7;  // 8 units
+  }
+}
+
+void KernelGen::declare_slice_planes() {
+  if (p.rhs.size() > 1) e.decl("const int", "KR", Expr("max(K, 8)"), "slice rows: pads gather rows 0..7");
+  Expr base("smem");
+  for (size_t j = 0; j < p.rhs.size(); ++j) {
+    const Chunk &c = p.rhs[j];
+    const std::string J = std::to_string(j);
+    e.decl("unsigned char *", "sb" + J, base,
+           "rhs plane " + J + " (" + c.str() + ", " + std::to_string(c.storage_bits) + "-bit): max(K, 8) rows x " +
+               std::to_string(slice_row(c)) + " bytes");
+    base = Expr("sb" + J) + Expr("KR") * slice_row(c);
+  }
+}
+
+void KernelGen::copy_slice() {
+  for (size_t j = 0; j < p.rhs.size(); ++j) {
+    const Chunk &c = p.rhs[j];
+    const std::string J = std::to_string(j);
+    const int U = slice_row(c) / 16;
+    auto plane = e.scope("", "plane " + J + ": K rows x " + std::to_string(U) +
+                                 " units of 16 bytes, stored swizzled and contiguous per slice");
+    e.decl("const unsigned char *", "src", Expr("b" + J) + cast("long long", Expr("blockIdx.x")) * Expr("K") * slice_row(c));
+    auto loop = e.scope("for (int i = threadIdx.x; i < " + (Expr("K") * U).str() + "; i += THREADS)");
+    e.declare("i");
+    const Expr i = Expr::var("i", 0);
+    cp_async16(cvta_shared(Expr("sb" + J) + i * 16), Expr("src") + cast("long long", i) * 16);
+  }
+}
+
+void KernelGen::slice_frags_and_mmas(const std::string &D, const std::string &pad) {
+  const Expr row = let("const int", "row", Expr(pad + " ? (lane & 7) : ci" + D),
+                       "this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart");
+  std::vector<Expr> brow, sw;
+  for (size_t j = 0; j < p.rhs.size(); ++j) {
+    const std::string J = std::to_string(j);
+    brow.push_back(let("const int", "brow" + J, row * slice_row(p.rhs[j])));
+    sw.push_back(let("const int", "sw" + J, slice_swizzle(row, slice_row(p.rhs[j]) / 16)));
+  }
+  ldmatrix_frags_and_mmas(
+      [&](int j, int off) { return Expr("sb" + std::to_string(j)) + brow[size_t(j)] + ((Expr(off / 16) ^ sw[size_t(j)]) << 4); },
+      "ls" + D + "_");
+}
+
 }  // namespace magicube::gen

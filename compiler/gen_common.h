@@ -104,6 +104,19 @@ class KernelGen {
   // The B fragments of the int8 m16n8k32 SpMM kernels (ring, resident, decode): ldmatrix.trans of
   // the stride's gathered rows at `addr(j, byte offset)`, then the mmas with <lhs><g>.
   void ldmatrix_frags_and_mmas(const std::function<Expr(int j, int off)> &addr, const std::string &lhs);
+
+  // ---- B resident in shared memory (spmm-resident, spmm-decode) ----------------------------
+  // A slice row of rhs plane c in bytes (compiler/launch.h's slice_row_bytes).
+  int slice_row(const Chunk &c) const;
+  // resident_swizzle (compiler/launch.h) of slice row `k`, as an expression.
+  static Expr slice_swizzle(const Expr &k, int units);
+  // `const int KR` (two or more planes) and sb<j>, each rhs plane's max(K, 8) rows in `smem`.
+  void declare_slice_planes();
+  // The block's K x BSn slice of every rhs plane into sb<j> with cp.async (no commit).
+  void copy_slice();
+  // The stride's B fragments gathered from the slice with ldmatrix, and the mmas with lhs
+  // fragments ls<D>_*: the lane's row is ci<D>, or row lane % 8 where `pad` holds (A's zeros).
+  void slice_frags_and_mmas(const std::string &D, const std::string &pad);
   // acc(g, j, t) += rhs(j, t) x <lhs><g> for every group, rhs chunk and tile (int8, dense on M).
   void int8_mmas(const std::function<std::string(int j, int t)> &rhs, const std::string &lhs);
 

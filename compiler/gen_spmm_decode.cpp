@@ -23,18 +23,8 @@ class SpmmDecode : public KernelGen {
  public:
   using KernelGen::KernelGen;
 
-  int row_bytes(const Chunk &c) const { return slice_row_bytes(p, c); }
   int accs() const { return int(p.groups.size() * p.rhs.size()) * tiles(); }
 
-  // resident_swizzle (compiler/launch.h) of slice row `k`, as an expression.
-  static Expr swizzle(const Expr &k, int units) {
-    switch (units) {
-      case 1: case 3: return 0;
-      case 2: return (k >> 2) & 1;
-      case 4: return (k >> 1) & 3;
-      default: return k & 7;
-    }
-  }
 
   // Register slot d of the ring: the next stride's column index of this lane (ci<d>, 16-bit), its lhs
   // fragments (ls<d>_<group>[]), its row-block (rb<d>, -1: the piece is done) and flags (fl<d>:
@@ -108,26 +98,9 @@ class SpmmDecode : public KernelGen {
                 "B's slice; after the loop, the warps' partial sums");
     e.decl_only("__shared__ int", "part_rb[WARPS]",
                 "the row-block of each warp's partial sum (-1: none; -2: the warp had no strides)");
-    if (p.rhs.size() > 1) e.decl("const int", "KR", Expr("max(K, 8)"), "slice rows: pads gather rows 0..7");
-    Expr base("smem");
-    for (size_t j = 0; j < p.rhs.size(); ++j) {
-      const Chunk &c = p.rhs[j];
-      e.decl("unsigned char *", "sb" + S(j), base,
-             "rhs plane " + S(j) + " (" + c.str() + ", " + S(c.storage_bits) + "-bit): max(K, 8) rows x " +
-                 S(row_bytes(c)) + " bytes");
-      base = Expr("sb" + S(j)) + Expr("KR") * row_bytes(c);
-    }
+    declare_slice_planes();
     e.comment("---- this block's slice of B into shared memory, once (it lands while the row pointers are searched) ----");
-    for (size_t j = 0; j < p.rhs.size(); ++j) {
-      const Chunk &c = p.rhs[j];
-      const int U = row_bytes(c) / 16;
-      auto plane = e.scope("", "plane " + S(j) + ": K rows x " + S(U) + " units of 16 bytes, stored swizzled and contiguous per slice");
-      e.decl("const unsigned char *", "src", Expr("b" + S(j)) + cast("long long", Expr("blockIdx.x")) * Expr("K") * row_bytes(c));
-      auto loop = e.scope("for (int i = threadIdx.x; i < " + (Expr("K") * U).str() + "; i += THREADS)");
-      e.declare("i");
-      const Expr i = Expr::var("i", 0);
-      cp_async16(cvta_shared(Expr("sb" + S(j)) + i * 16), Expr("src") + cast("long long", i) * 16);
-    }
+    copy_slice();
     commit();
 
     e.comment("---- row pointers: start(r) is row-block r's first slot, start(nblk) the end of the last ----");
@@ -248,16 +221,7 @@ class SpmmDecode : public KernelGen {
         e.line("if (rb" + D + " < 0) break;");
         {
           auto work = e.scope("if (!(fl" + D + " & 2))");
-          const Expr row = let("const int", "row", Expr("ci" + D + " == 0xffff ? (lane & 7) : ci" + D),
-                               "this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart");
-          std::vector<Expr> brow, sw;
-          for (size_t j = 0; j < p.rhs.size(); ++j) {
-            brow.push_back(let("const int", "brow" + S(j), row * row_bytes(p.rhs[j])));
-            sw.push_back(let("const int", "sw" + S(j), swizzle(row, row_bytes(p.rhs[j]) / 16)));
-          }
-          ldmatrix_frags_and_mmas(
-              [&](int j, int off) { return Expr("sb" + S(j)) + brow[j] + ((Expr(off / 16) ^ sw[j]) << 4); },
-              "ls" + D + "_");
+          slice_frags_and_mmas(D, "ci" + D + " == 0xffff");
         }
         {
           auto last = e.scope("if (fl" + D + " & 1)", "the segment's last stride: write its V rows (or keep the head's partial)");
