@@ -614,4 +614,17 @@ void KernelGen::slice_frags_and_mmas(const std::string &D, const std::string &pa
       "ls" + D + "_");
 }
 
+void slice_prologue(Prologue &pr, const Plan &p) {
+  pr.def("constexpr int", "KS", p.shape.k, "SR-BCRS stride = mma k");
+  pr.def("constexpr int", "V", p.spec.v, "rows per block vector");
+  pr.def("constexpr int", "BSN", p.spec.bsn, "dense columns per thread block (the slice)");
+  pr.def("constexpr int", "THREADS", p.launch.threads);
+  pr.def("const int", "n_base", Expr("blockIdx.x") * Expr::named("BSN", p.spec.bsn), "first dense column of this block's slice");
+  pr.def("const int", "warp", Expr("threadIdx.x") >> 5);
+  pr.def("const int", "lane", Expr("threadIdx.x") & 31);
+  pr.def("const int", "gid", Expr("lane") >> 2, "mma fragment coordinates: group");
+  pr.def("const int", "tig", Expr("lane") & 3, "and thread in group");
+  pr.def("const int", "nblk", "(M + V - 1) / V", "row-blocks");
+}
+
 }  // namespace magicube::gen

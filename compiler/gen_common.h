@@ -40,6 +40,10 @@ struct KernelFrame {
 // The register source of lhs chunk `li`, V-row `r`, k-offset `k0` (per family).
 using LhsSource = std::function<Expr(int li, const Expr &r, const Expr &k0)>;
 
+// The prologue of the resident-B families (spmm-resident, spmm-decode): KS, V, BSN, THREADS,
+// the slice's first column n_base, warp, lane, gid, tig and the row-block count nblk.
+void slice_prologue(Prologue &pr, const Plan &p);
+
 class KernelGen {
  public:
   const Plan &p;

@@ -310,16 +310,7 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
   };
   f.min_blocks = 1;
   Prologue &pr = f.prologue;
-  pr.def("constexpr int", "KS", p.shape.k, "SR-BCRS stride = mma k");
-  pr.def("constexpr int", "V", p.spec.v, "rows per block vector");
-  pr.def("constexpr int", "BSN", p.spec.bsn, "dense columns per thread block (the slice)");
-  pr.def("constexpr int", "THREADS", p.launch.threads);
-  pr.def("const int", "n_base", Expr("blockIdx.x") * Expr::named("BSN", p.spec.bsn), "first dense column of this block's slice");
-  pr.def("const int", "warp", Expr("threadIdx.x") >> 5);
-  pr.def("const int", "lane", Expr("threadIdx.x") & 31);
-  pr.def("const int", "gid", Expr("lane") >> 2, "mma fragment coordinates: group");
-  pr.def("const int", "tig", Expr("lane") & 3, "and thread in group");
-  pr.def("const int", "nblk", "(M + V - 1) / V", "row-blocks");
+  slice_prologue(pr, p);
   g.body();
   return assemble(p, f, g);
 }
