@@ -76,6 +76,25 @@ double median(std::vector<double> v) {
 
 std::string sp_str(double s) { return fmt::format("{:g}", s); }
 
+// A vendor contender's measurement into its row: ok with its time and configuration,
+// unsupported with the library's reasons, or an error.
+void record_measurement(ResultRow &r, llvm::Expected<Measurement> m, int64_t n) {
+  if (!m) {
+    r.status = "error";
+    r.note = msg(m.takeError());
+    return;
+  }
+  if (!m->supported) {
+    r.status = "unsupported";
+    r.note = one_line(m->unsupported_reason);
+    return;
+  }
+  r.status = "ok";
+  r.ms = m->ms;
+  r.tops = effective_tops(r.nnz_vectors, r.v, n, r.ms);
+  r.config = one_line(m->config, 200);
+}
+
 // A seed made of two (support/hash.h).
 uint64_t mix(uint64_t a, uint64_t b) {
   const int64_t w[2] = {int64_t(a), int64_t(b)};
@@ -524,23 +543,7 @@ void Suite::vendors(const Problem &pb, int64_t n, const std::string &label) {
         continue;
       }
     }
-    guarded(row, [&](ResultRow &r) {
-      auto m = c.run();
-      if (!m) {
-        r.status = "error";
-        r.note = msg(m.takeError());
-        return;
-      }
-      if (!m->supported) {
-        r.status = "unsupported";
-        r.note = one_line(m->unsupported_reason);
-        return;
-      }
-      r.status = "ok";
-      r.ms = m->ms;
-      r.tops = effective_tops(r.nnz_vectors, r.v, n, r.ms);
-      r.config = one_line(m->config, 200);
-    });
+    guarded(row, [&](ResultRow &r) { record_measurement(r, c.run(), n); });
     if (c.dense && out_.rows.back().status != "error") dense_cache_[key] = out_.rows.back();
   }
 }
@@ -799,23 +802,7 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
     row.sparsity = c.sparsity;
     row.nnz_vectors = c.nnz;
     row.bytes = c.bytes;
-    guarded(row, [&](ResultRow &r) {
-      auto meas = c.run();
-      if (!meas) {
-        r.status = "error";
-        r.note = msg(meas.takeError());
-        return;
-      }
-      if (!meas->supported) {
-        r.status = "unsupported";
-        r.note = one_line(meas->unsupported_reason);
-        return;
-      }
-      r.status = "ok";
-      r.ms = meas->ms;
-      r.tops = effective_tops(r.nnz_vectors, 1, n, r.ms);
-      r.config = one_line(meas->config, 200);
-    });
+    guarded(row, [&](ResultRow &r) { record_measurement(r, c.run(), n); });
   }
 }
 
