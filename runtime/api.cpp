@@ -252,7 +252,7 @@ struct DenseState {
   int64_t m = 0, k = 0, n = 0;  // the constructor's matrix and N (0: none given)
   // The dense route's cuBLASLt plans by GEMM shape (rows and columns of the row-major result,
   // K): C (m x n) and C^T (n x m, the operands swapped). Created by load() (timed) or on first
-  // use (the heuristic's first algorithm); never removed.
+  // use (the heuristic's first algorithm); at most kMaxDensePlans, load()'s kept.
   std::mutex dense_mu;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const DenseGemm>> gemms;
   bool dense_loaded = false;
@@ -260,6 +260,7 @@ struct DenseState {
 };
 
 constexpr uint64_t kDenseAlign = 256;  // cuBLASLt's heuristic assumes 256-byte aligned operands
+constexpr size_t kMaxDensePlans = 32;   // cuBLASLt plans an op keeps (one per distinct N seen)
 
 std::string dense_k_refusal(int64_t k) {
   if (k >= 4 && k % 4 == 0) return "";
@@ -272,6 +273,14 @@ std::shared_ptr<const DenseGemm> dense_gemm_locked(DenseState &st, int64_t rows,
   auto key = std::make_tuple(rows, cols, k);
   if (auto it = st.gemms.find(key); it != st.gemms.end()) return it->second;
   std::unique_ptr<DenseGemm> g = take(DenseGemm::create(rows, cols, k), Error::Kind::Invalid);
+  // Bounded: a server that sees many N keeps at most kMaxDensePlans, dropping one that is not
+  // the constructor's shape (a run in flight keeps its plan through its shared_ptr).
+  if (st.gemms.size() >= kMaxDensePlans)
+    for (auto it = st.gemms.begin(); it != st.gemms.end(); ++it)
+      if (it->first != std::make_tuple(st.m, st.n, k) && it->first != std::make_tuple(st.n, st.m, k)) {
+        st.gemms.erase(it);
+        break;
+      }
   return st.gemms.emplace(key, std::shared_ptr<const DenseGemm>(std::move(g))).first->second;
 }
 
