@@ -50,7 +50,7 @@ llvm::Expected<std::vector<PlanTarget>> default_aot_plans(llvm::ArrayRef<int> ar
   const std::vector<std::pair<ElemType, ElemType>> sddmm = {{s8, s8}, {s4, s4}, {s16, s16}};
   const int vs[] = {8, 4, 2};
   const double sparsities[] = {0.5, 0.7, 0.8, 0.9, 0.95, 0.98};
-  const int64_t ns[] = {1, 8, 32, 128, 256, 512, 1024, 2048, 4096, 8192};
+  const int64_t ns[] = {1, 8, 16, 32, 48, 64, 128, 256, 512, 1024, 2048, 4096, 8192};  // 16..64: each decode tile
   const int64_t ks[] = {32, 64, 128, 256, 512, 1024};
   const int64_t mk = 4096;
 
