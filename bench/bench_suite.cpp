@@ -41,6 +41,7 @@
 #include "runtime/pipeline.h"
 #include "runtime/smtx.h"
 #include "runtime/synthetic.h"
+#include "runtime/timing.h"
 #include "support/atomic_file.h"  // random_hex16
 #include "support/hash.h"
 #include "support/log.h"
@@ -357,16 +358,8 @@ llvm::Error Suite::init() {
   if (auto e = stream_.create()) return e;
   vopts_.timing.warmup = cfg_.warmup;
   vopts_.timing.reps = cfg_.repeat;
-  if (cfg_.flush_l2) {
-    int l2 = 0;
-    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
-    vopts_.timing.flush_bytes = std::max<size_t>(size_t(2) * size_t(std::max(l2, 0)), size_t(64) << 20);
-  }
-  {
-    int l2 = 0;
-    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0) != cudaSuccess) cudaGetLastError(), l2 = 0;
-    llm_flush_bytes_ = std::max<size_t>(size_t(2) * size_t(std::max(l2, 0)), size_t(64) << 20);
-  }
+  llm_flush_bytes_ = l2_flush_bytes(ctx_);  // the library's rule: twice the L2, at least 64 MiB
+  if (cfg_.flush_l2) vopts_.timing.flush_bytes = llm_flush_bytes_;
   // Facts for the summary.
   RunInfo &info = out_.info;
   {
