@@ -819,6 +819,31 @@ int magicube_op_load(const magicube_op *op) {
   });
 }
 
+int magicube_ops_compile(const magicube_op *const *ops, size_t count, int threads, size_t *kernels) {
+  return guarded([&] {
+    if (kernels) *kernels = 0;
+    if (count > 0) require(ops, "ops");
+    if (threads < 0) invalid("threads: " + std::to_string(threads) + " is not allowed (allowed: 0 for the host's cores, or >= 1)");
+    std::vector<magicube::PlanTarget> targets;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < count; ++i) {
+      if (!ops[i]) invalid("ops[" + std::to_string(i) + "]: a null op");
+      if (ops[i]->dense()) continue;
+      targets.push_back({ops[i]->plan(), ops[i]->spec().arch});
+      which.push_back(i);
+    }
+    const std::vector<magicube::Precompiled> done = magicube::precompile_kernels(targets, unsigned(threads));
+    size_t ok = 0;
+    std::string first;
+    for (size_t t = 0; t < done.size(); ++t) {
+      if (done[t].error.empty()) ++ok;
+      else if (first.empty()) first = "ops[" + std::to_string(which[t]) + "] (" + done[t].name + "): " + done[t].error;
+    }
+    if (kernels) *kernels = ok;
+    if (!first.empty()) throw Error(Kind::Compile, first);
+  });
+}
+
 int magicube_pack(const magicube_op *op, const magicube_matrix *matrix, magicube_packed **out) {
   return guarded([&] {
     require(out, "out");

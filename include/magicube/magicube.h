@@ -225,6 +225,15 @@ MAGICUBE_API int magicube_op_query(const magicube_op *op, int kind, int64_t *val
  * timing the heuristic's best few once (allocates scratch memory and synchronizes). */
 MAGICUBE_API int magicube_op_load(const magicube_op *op);
 
+/* Compiles the kernels of `count` ops at once, in parallel (`threads` 0: the host's cores, at
+ * most 16), through the kernel caches (memory, AOT bundle, disk, then NVRTC), each for its
+ * spec's arch: no GPU needed. A later magicube_op_load or run of these ops in this process, or
+ * (through the disk cache) in another, finds the cubins without compiling, so a framework can
+ * warm every variant it will use at start-up in about one compile's time per core. Dense-route
+ * ops have no kernel and are skipped. *kernels (optional) gets the number of kernels compiled
+ * or found. On failure every op was still tried; the message names the first that failed. */
+MAGICUBE_API int magicube_ops_compile(const magicube_op *const *ops, size_t count, int threads, size_t *kernels);
+
 /* ---- packing the sparse operand (host) ---------------------------------------------------- */
 
 /* The packed sparse operand: one byte blob (copy it to the device as it is, at an address

@@ -31,6 +31,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "magicube/magicube.h"
 
@@ -226,5 +227,16 @@ class Op {
   }
   std::shared_ptr<magicube_op> op_;
 };
+
+// Compiles the kernels of `ops` at once, in parallel (threads 0: the host's cores), into the
+// kernel caches, without a GPU (magicube_ops_compile); returns how many kernels were compiled
+// or found (dense-route ops have none).
+inline size_t compile(const std::vector<const Op *> &ops, int threads = 0) {
+  std::vector<const magicube_op *> handles;
+  for (const Op *op : ops) handles.push_back(op ? op->get() : nullptr);
+  size_t kernels = 0;
+  detail::check(magicube_ops_compile(handles.data(), handles.size(), threads, &kernels));
+  return kernels;
+}
 
 }  // namespace magicube

@@ -12,7 +12,7 @@ no-gpu, ...).
 """
 from ._version import __version__
 from ._lib import Error, library_path
-from ._api import Op, Packed, gpu_available, pack_mask, pack_weight, plan, sddmm, spmm, version
+from ._api import Op, Packed, compile_ops, gpu_available, pack_mask, pack_weight, plan, sddmm, spmm, version
 
-__all__ = ["__version__", "Error", "Op", "Packed", "gpu_available", "library_path", "pack_mask", "pack_weight",
+__all__ = ["__version__", "Error", "Op", "Packed", "compile_ops", "gpu_available", "library_path", "pack_mask", "pack_weight",
            "plan", "sddmm", "spmm", "version"]

@@ -220,6 +220,18 @@ class Packed:
             return self._device[key]
 
 
+def compile_ops(ops, *, threads=0):
+    """Compiles the kernels of `ops` (Op objects) at once, in parallel (threads 0: the host's
+    cores), into the kernel caches, without a GPU; returns how many kernels were compiled or
+    found (dense-route ops have none). A later load or run of them needs no compile."""
+    ops = list(ops)
+    lib = _lib.lib()
+    handles = (c_void_p * max(1, len(ops)))(*[op._handle for op in ops])
+    kernels = c_size_t()
+    check(lib.magicube_ops_compile(handles, len(ops), int(threads), byref(kernels)))
+    return kernels.value
+
+
 def pack_weight(weight, spec, *, n=None, candidate=-1, device=0, allow_dense=False):
     """Plans `spec` (an spmm spec) for the host integer matrix `weight` (M x K) and N = `n`
     columns of B (None: the policy's defaults), and packs it. allow_dense: see Op (True needs

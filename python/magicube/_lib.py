@@ -135,6 +135,7 @@ def _declare(lib):
     fn("magicube_op_text", c_int, c_void_p, c_int, c_char_p, c_size_t, POINTER(c_size_t))
     fn("magicube_op_query", c_int, c_void_p, c_int, POINTER(c_int64))
     fn("magicube_op_load", c_int, c_void_p)
+    fn("magicube_ops_compile", c_int, POINTER(c_void_p), c_size_t, c_int, POINTER(c_size_t))
     fn("magicube_pack", c_int, c_void_p, POINTER(Matrix), POINTER(c_void_p))
     fn("magicube_packed_destroy", None, c_void_p)
     fn("magicube_packed_data", c_void_p, c_void_p)

@@ -151,3 +151,11 @@ def test_dense_packed_weight_holds_a_dense_copy():
     b = np.zeros((96, 16), np.int8)
     with pytest.raises(magicube.Error, match="packed for the dense route, but this op"):
         magicube.spmm(magicube.Packed(sparse, p.blob, p.header), b)
+
+
+def test_compile_ops_without_a_gpu():
+    ops = [magicube.Op("spmm.s8xs8.v8.n64.pf.i32.sm_90"), magicube.Op("sddmm.s8xs8.v8.i32.sm_90")]
+    assert magicube.compile_ops(ops, threads=2) == 2
+    assert magicube.compile_ops([]) == 0
+    with pytest.raises(magicube.Error, match="threads: -1 is not allowed"):
+        magicube.compile_ops(ops, threads=-1)

@@ -630,3 +630,31 @@ TEST(CApi, DenseWorkspaceSizes) {
 }
 
 }  // namespace
+
+TEST(CApi, OpsCompileInOneBatchWithoutAGpu) {
+  // Two sparse ops (their kernels compile for sm_90 and sm_80 here, with no GPU) and a dense
+  // one (no kernel): two kernels compiled or found.
+  magicube::Op a("spmm.s8xs8.v8.n64.pf.i32.sm_90");
+  magicube::Op b("sddmm.s4xs4.v8.i32.sm_80");
+  std::vector<const magicube::Op *> ops{&a, &b};
+  const auto w = small_weight();
+  std::string why;
+  magicube_op *dense = forced_dense("spmm.s8xs8.v8.i32.sm_90", w, 24, 40, 64, &why);
+  std::vector<const magicube_op *> handles{a.get(), b.get()};
+  if (dense) handles.push_back(dense);
+  size_t kernels = 99;
+  ASSERT_EQ(magicube_ops_compile(handles.data(), handles.size(), 2, &kernels), MAGICUBE_SUCCESS) << magicube_last_error();
+  EXPECT_EQ(kernels, 2u);
+  EXPECT_EQ(magicube::compile(ops), 2u) << "again: both from the caches";
+  ASSERT_EQ(magicube_ops_compile(nullptr, 0, 0, &kernels), MAGICUBE_SUCCESS);
+  EXPECT_EQ(kernels, 0u);
+  // Refusals name the argument.
+  const magicube_op *with_null[] = {a.get(), nullptr};
+  EXPECT_EQ(magicube_ops_compile(with_null, 2, 0, nullptr), MAGICUBE_ERROR_INVALID);
+  EXPECT_STREQ(magicube_last_error(), "ops[1]: a null op");
+  EXPECT_EQ(magicube_ops_compile(handles.data(), handles.size(), -1, nullptr), MAGICUBE_ERROR_INVALID);
+  EXPECT_STREQ(magicube_last_error(), "threads: -1 is not allowed (allowed: 0 for the host's cores, or >= 1)");
+  EXPECT_EQ(magicube_ops_compile(nullptr, 1, 0, nullptr), MAGICUBE_ERROR_INVALID);
+  EXPECT_STREQ(magicube_last_error(), "ops: NULL");
+  magicube_op_destroy(dense);
+}
