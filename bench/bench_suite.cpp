@@ -344,6 +344,11 @@ class Suite {
   };
   ResultRow base_row(const Problem &pb, const std::string &op, int64_t n) const;
   void vendors(const Problem &pb, int64_t n, const std::string &label);
+  // Ours on `plan` through the library's pipeline: pack, upload, the kernel, one run checked
+  // against the reference (within `check_budget`), then timed; fills r.exact, r.ms and the
+  // kernel's name in r.config. The error starts with the stage that failed.
+  llvm::Error measure_kernel(ResultRow &r, Pipeline &pipe, const Plan &plan, const std::string &how,
+                             double check_budget, const TimingOptions &timing);
   void ours_spmm(const Problem &pb, VectorSparse &a, const Precision &p, int64_t n, uint64_t seed);
   void ours_sddmm(const Problem &pb, const VectorSparse &mask, const Precision &p, int64_t k, uint64_t seed);
   // Runs `fn` filling `row`; an exception or a lost context becomes an error row.
@@ -541,6 +546,29 @@ void Suite::vendors(const Problem &pb, int64_t n, const std::string &label) {
   }
 }
 
+llvm::Error Suite::measure_kernel(ResultRow &r, Pipeline &pipe, const Plan &plan, const std::string &how,
+                                  double check_budget, const TimingOptions &timing) {
+  auto at = [](const char *stage, llvm::Error e) { return err(llvm::Twine(stage) + ": " + llvm::toString(std::move(e))); };
+  if (auto e = pipe.prepare(plan)) return at("pack and upload", std::move(e));
+  if (auto e = pipe.poison()) return at("poison C", std::move(e));
+  auto kernel = Kernel::get(ctx_, plan);
+  if (!kernel) return at("kernel", kernel.takeError());
+  r.config += " " + (*kernel)->source().name + how;
+  const Kernel &k = **kernel;
+  // The first run, checked.
+  if (auto e = pipe.launch(k, stream())) return at("launch", std::move(e));
+  if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
+    return at("run", cuda_error("cudaStreamSynchronize after the first run", st));
+  auto checked = pipe.verify(check_budget);
+  if (!checked) return at("verify", checked.takeError());
+  r.exact = exact_text(*checked, "C");
+  // Timed.
+  auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe.launch(k, stream()); }, timing);
+  if (!ms) return at("timing", ms.takeError());
+  r.ms = *ms;
+  return llvm::Error::success();
+}
+
 void Suite::ours_spmm(const Problem &pb, VectorSparse &a, const Precision &p, int64_t n, uint64_t seed) {
   ResultRow row = base_row(pb, "spmm", n);
   row.contender = kOurs;
@@ -555,25 +583,11 @@ void Suite::ours_spmm(const Problem &pb, VectorSparse &a, const Precision &p, in
     if (!plan) return fail(plan.takeError(), "plan");
     r.out = out_name(plan->spec.out);
     r.config = to_string(plan->spec);
-    // The library's pipeline: pack, upload, kernel, launch, download, verify.
     auto pipe = Pipeline::spmm(plan->spec, a, random_dense(a.cols * n, p.rhs, mix(seed, 2)), n);
-    if (auto e = pipe->prepare(*plan)) return fail(std::move(e), "pack and upload");
-    if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
-    auto kernel = Kernel::get(ctx_, *plan);
-    if (!kernel) return fail(kernel.takeError(), "kernel");
-    r.config += " " + (*kernel)->source().name + how;
-    const Kernel &k = **kernel;
-    // The first run, checked.
-    if (auto e = pipe->launch(k, stream())) return fail(std::move(e), "launch");
-    if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
-      return fail(cuda_error("cudaStreamSynchronize after the first run", st), "run");
-    auto checked = pipe->verify(kCheckBudget);
-    if (!checked) return fail(checked.takeError(), "verify");
-    r.exact = exact_text(*checked, "C");
-    // Timed.
-    auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe->launch(k, stream()); }, vopts_.timing);
-    if (!ms) return fail(ms.takeError(), "timing");
-    r.ms = *ms;
+    if (auto e = measure_kernel(r, *pipe, *plan, how, kCheckBudget, vopts_.timing)) {
+      r.status = "error", r.note = msg(std::move(e));
+      return;
+    }
     r.tops = effective_tops(r.nnz_vectors, r.v, n, r.ms);
     r.status = "ok";
   });
@@ -817,23 +831,11 @@ void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::v
     if (!plan) return fail(plan.takeError(), "plan");
     r.out = out_name(plan->spec.out);
     r.config = to_string(plan->spec);
-    // The library's pipeline: pack, upload, kernel, launch, download, verify.
     auto pipe = Pipeline::spmm(plan->spec, a, std::vector<int64_t>(b), pb.n);
-    if (auto e = pipe->prepare(*plan)) return fail(std::move(e), "pack and upload");
-    if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
-    auto kernel = Kernel::get(ctx_, *plan);
-    if (!kernel) return fail(kernel.takeError(), "kernel");
-    r.config += " " + (*kernel)->source().name + how;
-    const Kernel &k = **kernel;
-    if (auto e = pipe->launch(k, stream())) return fail(std::move(e), "launch");
-    if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
-      return fail(cuda_error("cudaStreamSynchronize after the first run", st), "run");
-    auto checked = pipe->verify(kLlmCheckBudget);
-    if (!checked) return fail(checked.takeError(), "verify");
-    r.exact = exact_text(*checked, "C");
-    auto ms = median_ms(stream_.get(), [&]() -> llvm::Error { return pipe->launch(k, stream()); }, llm_timing(pb.n));
-    if (!ms) return fail(ms.takeError(), "timing");
-    r.ms = *ms;
+    if (auto e = measure_kernel(r, *pipe, *plan, how, kLlmCheckBudget, llm_timing(pb.n))) {
+      r.status = "error", r.note = msg(std::move(e));
+      return;
+    }
     r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
     SparseTraffic t;
     t.slots = padded_slots(a.block_ptr, plan->k_stride);
