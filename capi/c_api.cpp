@@ -266,6 +266,9 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
   if (h.format_version == 1)
     invalid("packed: format version 1, written before the dense route (this library reads version " +
             std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
+  if (h.format_version == 2)
+    invalid("packed: format version 2, written before the decode kernel's schedule (this library reads version " +
+            std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
   if (h.format_version != MAGICUBE_PACKED_FORMAT_VERSION)
     invalid("packed: format version " + std::to_string(h.format_version) + " (this library reads version " +
             std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + ")");
@@ -892,7 +895,8 @@ int magicube_pack(const magicube_op *op, const magicube_matrix *matrix, magicube
     }
     h.num_blocks = layout->num_blocks();
     h.max_block_length = layout->max_block_length;
-    h.num_slots = layout->num_slots();
+    // SpMM: the packed slots (a decode plan's layout gives empty row-blocks a stride of pads)
+    h.num_slots = h.op == 0 && h.route == 0 ? int64_t(hl.packed.col_idx.size()) : layout->num_slots();
     h.num_vectors = a.num_vectors();
     h.stride = layout->stride;
     blob.bytes.resize(size_t(round_up(int64_t(blob.bytes.size()), kBlobAlign)), 0);

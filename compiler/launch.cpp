@@ -47,13 +47,19 @@ KernelParam param(ParamKind kind, std::string type, std::string name, std::strin
 
 std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
   const bool sddmm = p.spec.op == OpKind::SDDMM;
+  const bool decode = family == KernelFamily::SpmmDecode;
   std::vector<KernelParam> ps;
-  ps.push_back(param(ParamKind::RowPtr, "const int *__restrict__", "row_ptr",
-                     sddmm ? "the mask's 2 pointers per row-block" : "2 per row-block: first slot, end of real vectors"));
-  if (family == KernelFamily::SpmmDecode)
+  if (decode) {  // no row pointers: the packed strides carry their row-blocks (runtime/packing.h)
     ps.push_back(param(ParamKind::ColIdx, "const unsigned short *__restrict__", "col_idx", "per slot, 16-bit; 0xffff pads"));
-  else
+    ps.push_back(param(ParamKind::StrideMeta, "const unsigned *__restrict__", "stride_meta",
+                       "per stride: row-block | 1 << 30 first stride | 1 << 31 last"));
+    ps.push_back(param(ParamKind::StrideNext, "const int *__restrict__", "stride_next",
+                       "per t = 0..T: the first stride >= t that starts a row-block"));
+  } else {
+    ps.push_back(param(ParamKind::RowPtr, "const int *__restrict__", "row_ptr",
+                       sddmm ? "the mask's 2 pointers per row-block" : "2 per row-block: first slot, end of real vectors"));
     ps.push_back(param(ParamKind::ColIdx, "const int *__restrict__", "col_idx", "per slot; -1 pads"));
+  }
   for (size_t i = 0; i < p.lhs.size(); ++i)
     ps.push_back(param(ParamKind::LhsPlane, "const unsigned char *__restrict__", "a" + S(i),
                        "lhs chunk " + p.lhs[i].str() + ", " + S(p.lhs[i].storage_bits) +
@@ -86,8 +92,8 @@ std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
                        family == KernelFamily::SpmmResident || family == KernelFamily::SpmmDecode
                            ? "the slice width (BSn)"
                            : "B plane row pitch in elements"));
-    if (family == KernelFamily::SpmmResident || family == KernelFamily::SpmmDecode)
-      ps.push_back(param(ParamKind::K, "int", "K", "B's rows"));
+    if (family == KernelFamily::SpmmResident || decode) ps.push_back(param(ParamKind::K, "int", "K", "B's rows"));
+    if (decode) ps.push_back(param(ParamKind::Strides, "int", "T", "strides of the packed A (every row-block has one at least)"));
   }
   if (is_float(p.spec.out)) {
     ps.push_back(param(ParamKind::Alpha, "float", "alpha", "tensor scale"));

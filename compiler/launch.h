@@ -39,6 +39,9 @@ enum class ParamKind {
   OutStride,  // SDDMM: the mask's SR-BCRS stride
   Alpha,      // float
   RowScale, ColScale, Bias,  // const float *
+  StrideMeta,  // decode: per stride, its row-block | 1 << 30 (its first stride) | 1 << 31 (its last)
+  StrideNext,  // decode: per t = 0..T, the first stride at or after t that starts a row-block (T: none)
+  Strides,     // decode: int, T, the strides of the packed A
 };
 struct KernelParam {
   ParamKind kind;

@@ -233,9 +233,9 @@ namespace {
 // The values of one launch, by parameter kind; args() points at them in the order of the
 // plan's parameter list (Plan::launch.params), the list codegen printed.
 struct LaunchValues {
-  CUdeviceptr row_ptr = 0, col_idx = 0, out = 0, bcrs_ptr = 0;
+  CUdeviceptr row_ptr = 0, col_idx = 0, out = 0, bcrs_ptr = 0, stride_meta = 0, stride_next = 0;
   llvm::SmallVector<CUdeviceptr, 8> lhs, rhs;
-  int m = 0, n = 0, k = 0, ldb = 0, ldk = 0, out_stride = 0;
+  int m = 0, n = 0, k = 0, ldb = 0, ldk = 0, out_stride = 0, strides = 0;
   float alpha = 1.0f;
   CUdeviceptr row_scale = 0, col_scale = 0, bias = 0;
 
@@ -259,6 +259,9 @@ struct LaunchValues {
         case ParamKind::RowScale: a.push_back(&row_scale); break;
         case ParamKind::ColScale: a.push_back(&col_scale); break;
         case ParamKind::Bias: a.push_back(&bias); break;
+        case ParamKind::StrideMeta: a.push_back(&stride_meta); break;
+        case ParamKind::StrideNext: a.push_back(&stride_next); break;
+        case ParamKind::Strides: a.push_back(&strides); break;
       }
     return a;
   }
@@ -343,6 +346,13 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   for (const DeviceBuffer &p : b.planes) v.rhs.push_back(p.ptr());
   v.out = c;
   v.m = int(a.rows), v.n = int(b.n), v.ldb = int(b.ldb), v.k = int(b.k);
+  if (l.family == KernelFamily::SpmmDecode) {
+    auto sched = decode_schedule(a.col_idx.bytes(), a.num_blocks);
+    if (!sched) return sched.takeError();
+    v.strides = int(sched->strides);
+    v.stride_meta = a.col_idx.ptr() + CUdeviceptr(sched->meta_offset);
+    v.stride_next = a.col_idx.ptr() + CUdeviceptr(sched->next_offset);
+  }
   if (auto e = epilogue_values(plan_.spec, epi, a.rows, b.n, v)) return e;
   auto args = v.args(l);
   const Dim3 block{unsigned(l.threads), 1, 1};

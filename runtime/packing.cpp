@@ -23,39 +23,83 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c) {
   return p;
 }
 
+llvm::Expected<DecodeSchedule> decode_schedule(size_t col_idx_bytes, int64_t num_blocks) {
+  if (col_idx_bytes % 128 != 0 || col_idx_bytes == 0)
+    return err("decode: A's column indices take " + llvm::Twine(uint64_t(col_idx_bytes)) +
+               " bytes, not whole strides of 32 slots (128 bytes each): pack A with this decode plan");
+  const int64_t t = int64_t(col_idx_bytes / 128);
+  if (num_blocks > (int64_t(1) << 30) || t < num_blocks || t > INT32_MAX / 32)
+    return err("decode: A has " + llvm::Twine(t) + " strides for " + llvm::Twine(num_blocks) +
+               " row-blocks (every row-block needs one at least, at most 2^30 row-blocks): pack A with this decode plan");
+  return DecodeSchedule{t, 64 * t, 68 * t};
+}
+
+namespace {
+// The decode layout (packing.h): every row-block one stride at least, 16-bit indices in the
+// first half of col_idx and the schedule in its second, the value groups interleaved.
+llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
+  if (a.cols > 65535)
+    return err("pack: the decode kernel reads 16-bit column indices but A has K=" + llvm::Twine(a.cols) +
+               " columns (at most 65535)");
+  if (plan.k_stride != 32) return err("pack: a decode plan's stride must be 32");
+  const int64_t nb = a.num_blocks(), v = a.v, ks = 32;
+  if (nb > (int64_t(1) << 30)) return err("pack: a decode plan takes at most 2^30 row-blocks");
+  std::vector<int64_t> first(size_t(nb) + 1, 0);  // each row-block's first stride in the new layout
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t real = a.row_ptr[2 * b + 1] - a.row_ptr[2 * b];
+    first[b + 1] = first[b] + std::max<int64_t>(1, (real + ks - 1) / ks);
+  }
+  const int64_t t = first[nb];
+  if (t > INT32_MAX / 32 / v) return err("pack: too many vector slots for 32-bit indices");
+  PackedLhs p;
+  p.index_bits = 16;
+  p.row_ptr.resize(size_t(2 * nb));
+  p.col_idx.assign(size_t(t * ks), 0);
+  auto *u16 = reinterpret_cast<uint16_t *>(p.col_idx.data());
+  std::fill(u16, u16 + t * ks, uint16_t(0xffff));
+  // The 4-element groups of each row's 32 k stored in the order 0 4 1 5 2 6 3 7, so that a
+  // lane's two mma words (k 4t..4t+3 and 16+4t..) sit side by side: one 8-byte load (4-bit
+  // planes: 4 bytes) instead of two.
+  static constexpr int kWordAt[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // original group -> stored group
+  std::vector<int64_t> wide(size_t(t * ks * v), 0);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t old0 = a.row_ptr[2 * b], real = a.row_ptr[2 * b + 1] - old0, new0 = first[b] * ks;
+    p.row_ptr[2 * b] = int32_t(new0);
+    p.row_ptr[2 * b + 1] = int32_t(new0 + real);
+    const int64_t len = a.padded_end(b) - old0;  // whole strides, pads anywhere in them
+    for (int64_t i = 0; i < len; ++i) {
+      const int32_t c = a.col_idx[size_t(old0 + i)];
+      u16[new0 + i] = c < 0 ? uint16_t(0xffff) : uint16_t(c);
+    }
+    for (int64_t e = 0; e < len * v; ++e) {  // stride-aligned runs: the [V][32] blocks move whole
+      const int64_t k = e % 32;
+      wide[size_t(new0 * v + e - k + kWordAt[k / 4] * 4 + k % 4)] = a.values[size_t(old0 * v + e)];
+    }
+  }
+  auto sched = decode_schedule(p.col_idx.size() * 4, nb);
+  if (!sched) return sched.takeError();
+  auto *meta = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(p.col_idx.data()) + sched->meta_offset);
+  auto *next = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(p.col_idx.data()) + sched->next_offset);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t s = first[b]; s < first[b + 1]; ++s)
+      meta[s] = uint32_t(b) | (s == first[b] ? 1u << 30 : 0u) | (s + 1 == first[b + 1] ? 1u << 31 : 0u);
+  next[t] = int32_t(t);
+  for (int64_t s = t - 1; s >= 0; --s) next[s] = (meta[s] >> 30) & 1 ? int32_t(s) : next[s + 1];
+  for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(wide, c));
+  return p;
+}
+}  // namespace
+
 llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan) {
   if (a.v != plan.spec.v || a.stride != plan.k_stride || a.shuffled != plan.shuffle_b)
     return err("pack: the SR-BCRS layout (V=" + llvm::Twine(a.v) + ", stride " + llvm::Twine(a.stride) +
                ") was not built for this plan (V=" + llvm::Twine(plan.spec.v) + ", stride " + llvm::Twine(plan.k_stride) + ")");
   if (a.num_slots() > INT32_MAX / 16) return err("pack: too many vector slots for 32-bit indices");
   if (auto e = check_range(a, plan.spec.lhs, "lhs A")) return e;
+  if (plan.launch.family == KernelFamily::SpmmDecode) return pack_decode_lhs(a, plan);
   PackedLhs p;
   p.row_ptr.assign(a.row_ptr.begin(), a.row_ptr.end());
-  if (plan.launch.family == KernelFamily::SpmmDecode) {
-    if (a.cols > 65535)
-      return err("pack: the decode kernel reads 16-bit column indices but A has K=" + llvm::Twine(a.cols) +
-                 " columns (at most 65535)");
-    if (plan.k_stride != 32) return err("pack: a decode plan's stride must be 32");
-    p.index_bits = 16;
-    p.col_idx.assign(a.col_idx.size(), 0);
-    auto *u16 = reinterpret_cast<uint16_t *>(p.col_idx.data());
-    for (size_t i = 0; i < a.col_idx.size(); ++i) u16[i] = a.col_idx[i] < 0 ? uint16_t(0xffff) : uint16_t(a.col_idx[i]);
-  } else {
-    p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
-  }
-  if (p.index_bits == 16) {
-    // Decode plans: the 4-element groups of each row's 32 k stored in the order 0 4 1 5 2 6 3 7,
-    // so that a lane's two mma words (k 4t..4t+3 and 16+4t..) sit side by side: one 8-byte
-    // load (4-bit planes: 4 bytes) instead of two.
-    static constexpr int kWordAt[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // original group -> stored group
-    std::vector<int64_t> wide(a.values.size());
-    for (size_t e = 0; e < a.values.size(); ++e) {
-      const size_t k = e % 32;
-      wide[e - k + size_t(kWordAt[k / 4]) * 4 + k % 4] = a.values[e];
-    }
-    for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(wide, c));
-    return p;
-  }
+  p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());
   for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(a.values, c));
   return p;
 }

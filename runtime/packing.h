@@ -24,12 +24,30 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c);
 // memory only for K <= 14528 (16 bytes a row), far below 65535. Their value planes store the
 // 4-element groups of each row's 32 k in the order 0 4 1 5 2 6 3 7: a lane's two mma words
 // side by side, one 8-byte load (4-bit: 4 bytes).
+//
+// A decode plan's A also gives every row-block one stride at least (an empty row-block gets a
+// stride of pads: its row pointers say 0 vectors, its output is the epilogue of zero sums), and
+// the second half of col_idx holds the strides' schedule, which the kernel reads instead of the
+// row pointers: with T = slots / 32 strides, stride_meta[T] (stride s's row-block | 1 << 30 if
+// s is its first stride | 1 << 31 if its last) then stride_next[T + 1] (the first stride at or
+// after t that starts a row-block; T for t = T). A block then finds its run of row-blocks
+// with two independent loads and each warp its piece by arithmetic (compiler/gen_spmm_decode.cpp).
 struct PackedLhs {
   std::vector<int32_t> row_ptr, col_idx;
   std::vector<Plane> planes;
   int index_bits = 32;
 };
 llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan);
+
+// Where a decode plan's schedule lies in its col_idx buffer of `col_idx_bytes` bytes (byte
+// offsets), checked against A's `num_blocks` row-blocks: refused (named) unless the buffer
+// holds whole strides, at least one a row-block, and at most 2^30 row-blocks.
+struct DecodeSchedule {
+  int64_t strides = 0;      // T
+  int64_t meta_offset = 0;  // stride_meta: T uint32
+  int64_t next_offset = 0;  // stride_next: T + 1 int32
+};
+llvm::Expected<DecodeSchedule> decode_schedule(size_t col_idx_bytes, int64_t num_blocks);
 
 // B (K x N, row-major) as one plane per rhs chunk, K x ldb with ldb = N rounded up to
 // kLdbAlign (zero padded). For a resident-B plan, ceil(N / BSn) slices instead, each K rows

@@ -356,8 +356,13 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n16d_pf_sm90");
   const std::string &src = ks->source;
   EXPECT_NE(src.find("__launch_bounds__(512, 1)"), std::string::npos);
-  EXPECT_NE(src.find("    int ldb,  // the slice width (BSn)\n    int K  // B's rows\n"), std::string::npos);
-  EXPECT_NE(src.find("auto search2 = [&]("), std::string::npos) << "two searches a round of loads";
+  EXPECT_NE(src.find("    int ldb,  // the slice width (BSn)\n    int K,  // B's rows\n    int T  // strides"), std::string::npos);
+  EXPECT_EQ(src.find("row_ptr"), std::string::npos) << "the schedule replaces the row pointers";
+  EXPECT_NE(src.find("const int bs = __ldg(stride_next + (int)((long long)T * blockIdx.y / gridDim.y));"), std::string::npos)
+      << "a block's run: two independent loads";
+  EXPECT_NE(src.find("const int cw = bs + (int)((long long)(be - bs) * warp / WARPS);"), std::string::npos)
+      << "a warp's piece: arithmetic";
+  EXPECT_NE(src.find("m0 = __ldg(stride_meta + cw);"), std::string::npos) << "the schedule word loads with A";
   EXPECT_NE(src.find("8 strides in flight per warp"), std::string::npos);
   EXPECT_NE(src.find("__syncthreads();  // every warp is done with B's slice"), std::string::npos);
   EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);

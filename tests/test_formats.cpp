@@ -132,8 +132,9 @@ TEST(Formats, ResidentRhsIsSlicedAndSwizzled) {
   }
 }
 
-// A decode plan's A: the resident plans' bank-balanced SR-BCRS, its column indices 16-bit
-// (0xffff pads) in the first half of col_idx's words; B as one resident slice; wider K refused.
+// A decode plan's A: the resident plans' bank-balanced SR-BCRS, every row-block one stride at
+// least, its column indices 16-bit (0xffff pads) in the first half of col_idx's words and the
+// strides' schedule in the second; B as one resident slice; wider K refused.
 TEST(Formats, DecodeLhsHas16BitColumnIndices) {
   OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, 90};
   s.resident = s.decode = true;
@@ -148,16 +149,54 @@ TEST(Formats, DecodeLhsHas16BitColumnIndices) {
   auto pa = pack_lhs(*layout, *p);
   ASSERT_TRUE(bool(pa)) << llvm::toString(pa.takeError());
   EXPECT_EQ(pa->index_bits, 16);
-  ASSERT_EQ(pa->col_idx.size(), layout->col_idx.size()) << "one word a slot: sizes as for every plan";
+  // Every row-block keeps its slots (pads anywhere in them) and gets one stride at least: an
+  // empty one a stride of pads, its row pointers saying 0 vectors.
+  const int64_t nb = layout->num_blocks();
+  ASSERT_EQ(pa->row_ptr.size(), size_t(2 * nb));
   const auto *u16 = reinterpret_cast<const uint16_t *>(pa->col_idx.data());
-  int pads = 0;
-  for (size_t i = 0; i < layout->col_idx.size(); ++i) {
-    const int32_t c = layout->col_idx[i];
-    ASSERT_EQ(u16[i], c < 0 ? 0xffff : c) << "slot " << i;
-    pads += c < 0;
+  int pads = 0, empties = 0;
+  int64_t next_first = 0;
+  std::vector<int64_t> meta_want;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t o = layout->row_ptr[2 * b], len = layout->padded_end(b) - o, n0 = pa->row_ptr[2 * b];
+    ASSERT_EQ(n0, next_first) << "row-block " << b << " starts where the one before ends";
+    ASSERT_EQ(pa->row_ptr[2 * b + 1] - n0, layout->row_ptr[2 * b + 1] - o) << "row-block " << b << "'s vectors";
+    const int64_t strides = std::max<int64_t>(1, len / 32);
+    empties += len == 0;
+    for (int64_t i = 0; i < strides * 32; ++i) {
+      const int32_t c = i < len ? layout->col_idx[size_t(o + i)] : -1;
+      ASSERT_EQ(u16[n0 + i], c < 0 ? 0xffff : c) << "row-block " << b << " slot " << i;
+      pads += c < 0;
+    }
+    for (int64_t st = 0; st < strides; ++st)
+      meta_want.push_back(b | (st == 0 ? 1ll << 30 : 0) | (st + 1 == strides ? 1ll << 31 : 0));
+    next_first = n0 + strides * 32;
   }
   EXPECT_GT(pads, 0);
-  for (size_t i = (layout->col_idx.size() + 1) / 2; i < pa->col_idx.size(); ++i) ASSERT_EQ(pa->col_idx[i], 0);
+  EXPECT_GT(empties, 0) << "the matrix should have an empty row-block";
+  const int64_t t = next_first / 32;
+  ASSERT_EQ(int64_t(pa->col_idx.size()), t * 32);
+  // The schedule in col_idx's second half: stride_meta[T], then stride_next[T + 1].
+  auto sched = decode_schedule(pa->col_idx.size() * 4, nb);
+  ASSERT_TRUE(bool(sched)) << llvm::toString(sched.takeError());
+  EXPECT_EQ(sched->strides, t);
+  const auto *words = reinterpret_cast<const char *>(pa->col_idx.data());
+  const auto *meta = reinterpret_cast<const uint32_t *>(words + sched->meta_offset);
+  const auto *next = reinterpret_cast<const int32_t *>(words + sched->next_offset);
+  for (int64_t st = 0; st < t; ++st) ASSERT_EQ(int64_t(meta[st]), meta_want[size_t(st)]) << "stride " << st;
+  for (int64_t st = 0; st <= t; ++st) {
+    int64_t want = st;
+    while (want < t && !(meta_want[size_t(want)] & (1ll << 30))) ++want;
+    ASSERT_EQ(next[st], want) << "stride_next[" << st << "]";
+  }
+  EXPECT_LE(sched->next_offset + 4 * (t + 1), int64_t(pa->col_idx.size()) * 4);
+  // Buffers that cannot hold a schedule are refused by name.
+  auto bad = decode_schedule(pa->col_idx.size() * 4 - 4, nb);
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("not whole strides"), std::string::npos);
+  bad = decode_schedule(128 * size_t(nb - 1), nb);
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("every row-block needs one at least"), std::string::npos);
   // The same matrix for a resident plan: 32-bit indices.
   OpSpec r = s;
   r.decode = false;
@@ -207,17 +246,21 @@ TEST(Formats, DecodeLhsWordsSitSideBySide) {
     ASSERT_EQ(ad->planes.size(), ar->planes.size());
     for (size_t li = 0; li < ad->planes.size(); ++li) {
       const Plane &d = ad->planes[li], &r = ar->planes[li];
-      ASSERT_EQ(d.size(), r.size());
+      ASSERT_GE(d.size(), r.size());
       const bool nib = pd->lhs[li].storage_bits == 4;
-      const int64_t strides = int64_t(layout->col_idx.size()) / 32;
-      for (int64_t st = 0; st < strides; ++st)
+      // The decode layout moves row-block b's strides to ad->row_ptr[2b] (empty ones get a pad stride).
+      std::vector<std::pair<int64_t, int64_t>> moved;  // (decode stride, SR-BCRS stride)
+      for (int64_t b = 0; b < layout->num_blocks(); ++b)
+        for (int64_t o = layout->row_ptr[2 * b]; o < layout->padded_end(b); o += 32)
+          moved.push_back({(ad->row_ptr[2 * b] + o - layout->row_ptr[2 * b]) / 32, o / 32});
+      for (auto [dst, st] : moved)
         for (int row = 0; row < v; ++row)
           for (int tig = 0; tig < 4; ++tig)
             for (int i = 0; i < 2; ++i) {
-              const int64_t e = st * 32 * v + row * 32;  // the row's first element
-              // decode: bytes e + 8 tig + 4 i (4-bit: (e / 2) + 4 tig + 2 i), 4 bytes (2)
+              const int64_t e = st * 32 * v + row * 32, de = dst * 32 * v + row * 32;  // the row's first element
+              // decode: bytes de + 8 tig + 4 i (4-bit: (de / 2) + 4 tig + 2 i), 4 bytes (2)
               // resident: element e + 4 tig + 16 i
-              const int64_t db = nib ? e / 2 + 4 * tig + 2 * i : e + 8 * tig + 4 * i;
+              const int64_t db = nib ? de / 2 + 4 * tig + 2 * i : de + 8 * tig + 4 * i;
               const int64_t rb = nib ? (e + 4 * tig + 16 * i) / 2 : e + 4 * tig + 16 * i;
               for (int b = 0; b < (nib ? 2 : 4); ++b)
                 ASSERT_EQ(d[db + b], r[rb + b]) << lt.str() << " V=" << v << " plane " << li << " stride " << st

@@ -242,10 +242,13 @@ MAGICUBE_API int magicube_ops_compile(const magicube_op *const *ops, size_t coun
  * MAGICUBE_PACKED_HEADER_BYTES), so a binding may treat it as an array.
  * Format 2 added the dense route (route, dense_offset, dense_bytes); blobs of format 1 are
  * refused (pack the matrix again). A dense op's blob holds the dense copy of A only: the
- * sparse arrays' offsets and num_planes are 0 (their counts still describe A's layout). */
+ * sparse arrays' offsets and num_planes are 0 (their counts still describe A's layout).
+ * Format 3: a decode plan's A gives every row-block one stride at least and keeps its
+ * strides' schedule in the second half of col_idx (num_slots counts the packed slots);
+ * blobs of format 2 are refused. */
 #define MAGICUBE_PACKED_HEADER_BYTES 256
 #define MAGICUBE_PACKED_MAGIC 0x4b5043414d /* "MACPK" */
-#define MAGICUBE_PACKED_FORMAT_VERSION 2
+#define MAGICUBE_PACKED_FORMAT_VERSION 3
 typedef struct magicube_packed_header {
   int64_t magic;            /* MAGICUBE_PACKED_MAGIC */
   int64_t format_version;   /* MAGICUBE_PACKED_FORMAT_VERSION */

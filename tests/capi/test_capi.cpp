@@ -515,7 +515,7 @@ TEST(CApi, DensePackedBlobRoundTrips) {
   ASSERT_EQ(magicube_pack(op.get(), &m, &pp), MAGICUBE_SUCCESS) << magicube_last_error();
   std::unique_ptr<magicube_packed, void (*)(magicube_packed *)> p(pp, magicube_packed_destroy);
   const magicube_packed_header &h = *magicube_packed_get_header(p.get());
-  EXPECT_EQ(h.format_version, 2);
+  EXPECT_EQ(h.format_version, MAGICUBE_PACKED_FORMAT_VERSION);
   EXPECT_EQ(h.route, 1);
   EXPECT_EQ(h.op, 0);
   EXPECT_EQ(h.rows, 24);
@@ -545,9 +545,11 @@ TEST(CApi, DensePackedBlobRoundTrips) {
     EXPECT_NE(std::string(magicube_last_error()).find(needle), std::string::npos) << magicube_last_error();
   };
   refused([](magicube_packed_header &x) { x.format_version = 1; },
-          "packed: format version 1, written before the dense route (this library reads version 2): pack the matrix "
+          "packed: format version 1, written before the dense route (this library reads version 3): pack the matrix "
           "again");
-  refused([](magicube_packed_header &x) { x.format_version = 3; }, "format version 3 (this library reads version 2)");
+  refused([](magicube_packed_header &x) { x.format_version = 2; },
+          "packed: format version 2, written before the decode kernel's schedule (this library reads version 3)");
+  refused([](magicube_packed_header &x) { x.format_version = 4; }, "format version 4 (this library reads version 3)");
   refused([](magicube_packed_header &x) { x.route = 2; }, "packed: route 2 (allowed: 0 sparse, 1 dense)");
   refused([](magicube_packed_header &x) { x.dense_bytes -= 1; }, "the dense copy has 959 bytes for A of 24 x 40");
   refused([](magicube_packed_header &x) { x.dense_offset += 16; }, "not 256-byte aligned");

@@ -16,7 +16,7 @@
 //   launch    spmm-decode: 512 threads, 16 columns (1 tile(s)) a warp, block 16, block strides split over 16 warps,
 //             8-deep register ring, 64 B static smem + max(K,8) x 16 B dynamic (at least 8192 B: the warps' partial
 //             sums)
-//             params row_ptr col_idx a0 b0 c M N ldb K
+//             params col_idx stride_meta stride_next a0 b0 c M N ldb K T
 //   cost      19.4606 (compute 1.48148, memory 19.3125)
 
 // ---- device helpers (templates/fragments.cuh) ----
@@ -39,10 +39,12 @@ __device__ __forceinline__ void mma_m16n8k32_s8_s8(int (&d)[4], const u32 (&a)[4
 // (slices of BSN columns, K x BSN contiguous, 16-byte units swizzled: runtime/packing.h);
 // BSN is N rounded up to 16, so one slice holds all of N. Column indices are 16-bit (0xffff pads).
 // Grid: x = slices of BSN columns (one when N <= BSN), y = one block per SM. Each block copies
-// its slice of B into dynamic shared memory once and takes a contiguous run of row-blocks
-// balanced by strides (found from the row pointers). The run's strides are cut into one
-// equal piece per warp; a warp streams its piece's column indices and A fragments through a
+// its slice of B into dynamic shared memory once and takes a contiguous run of row-blocks:
+// an equal share of the T strides, both ends moved on to the next row-block start
+// (stride_next). The run is cut into one equal piece per warp; a warp streams its piece's
+// column indices, A fragments and schedule words (row-block, first / last stride) through a
 // register ring (DEPTH strides ahead) and gathers B rows from shared memory with ldmatrix.
+// Every row-block has a stride (an empty one: pads), so no row pointer is read.
 // A row-block that lies wholly in one piece is written by that warp; one cut between pieces
 // is summed in shared memory after the loop (the partials written over B's slice) by the
 // warp holding its first stride. Every output element is written once; no atomics.
@@ -50,15 +52,17 @@ __device__ __forceinline__ void mma_m16n8k32_s8_s8(int (&d)[4], const u32 (&a)[4
 // ---------------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__(512, 1)
 magicube_spmm_s8s8_v8_n16d_pf_sm90(
-    const int *__restrict__ row_ptr,  // 2 per row-block: first slot, end of real vectors
     const unsigned short *__restrict__ col_idx,  // per slot, 16-bit; 0xffff pads
+    const unsigned *__restrict__ stride_meta,  // per stride: row-block | 1 << 30 first stride | 1 << 31 last
+    const int *__restrict__ stride_next,  // per t = 0..T: the first stride >= t that starts a row-block
     const unsigned char *__restrict__ a0,  // lhs chunk s8@0, 8-bit, SR-BCRS value layout
     const unsigned char *__restrict__ b0,  // rhs chunk s8@0, 8-bit, slices of K x BSn (one when N <= BSn), swizzled
     int *__restrict__ c,  // M x N row-major
     int M,  // rows of A and C
     int N,  // columns of B and C
     int ldb,  // the slice width (BSn)
-    int K  // B's rows
+    int K,  // B's rows
+    int T  // strides of the packed A (every row-block has one at least)
 ) {
   constexpr int KS = 32;  // SR-BCRS stride = mma k
   constexpr int V = 8;  // rows per block vector
@@ -69,13 +73,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
   const int lane = threadIdx.x & 31;
   const int gid = lane >> 2;  // mma fragment coordinates: group
   const int tig = lane & 3;  // and thread in group
-  const int nblk = (M + V - 1) / V;  // row-blocks
 
   constexpr int WARPS = THREADS / 32;
   extern __shared__ __align__(16) unsigned char smem[];  // B's slice; after the loop, the warps' partial sums
   __shared__ int part_rb[WARPS];  // the row-block of each warp's partial sum (-1: none; -2: the warp had no strides)
   unsigned char *sb0 = smem;  // rhs plane 0 (s8@0, 8-bit): max(K, 8) rows x 16 bytes
-  // ---- this block's slice of B into shared memory, once (it lands while the row pointers are searched) ----
+  // ---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----
   {  // plane 0: K rows x 1 units of 16 bytes, stored swizzled and contiguous per slice
     const unsigned char *src = b0 + (long long)blockIdx.x * K * 16;
     for (int i = threadIdx.x; i < K; i += THREADS) {
@@ -84,259 +87,130 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     }
   }
   asm volatile("cp.async.commit_group;\n" ::);
-  // ---- row pointers: start(r) is row-block r's first slot, start(nblk) the end of the last ----
-  // (row-blocks are padded to whole strides and stored in order: r ends where r + 1 starts).
-  // Finding this block's run and this warp's piece takes two rounds of dependent loads: the
-  // block's two searches load their first windows with the end of the matrix, the warp's two
-  // searches load theirs together.
-  // where the block's run would start and end with even rows
-  const int gb0 = (int)((long long)nblk * blockIdx.y / gridDim.y);
-  const int gb1 = (int)((long long)nblk * (blockIdx.y + 1) / gridDim.y);
-  const int bb0 = min(max(gb0 - 16, 0), max(nblk - 32, 0));  // the searches' first windows
-  const int bb1 = min(max(gb1 - 16, 0), max(nblk - 32, 0));
-  int vb0 = bb0 + lane < nblk ? __ldg(row_ptr + 2 * (bb0 + lane)) : 0;
-  int vb1 = bb1 + lane < nblk ? __ldg(row_ptr + 2 * (bb1 + lane)) : 0;
-  const int last = __ldg(row_ptr + 2 * (nblk - 1));
-  const int total = last + (__ldg(row_ptr + 2 * nblk - 1) - last + KS - 1) / KS * KS;  // slots of the whole matrix
-  if (bb0 + lane >= nblk) vb0 = total;
-  if (bb1 + lane >= nblk) vb1 = total;
-  auto start = [&](int r) -> int { return r >= nblk ? total : __ldg(row_ptr + 2 * r); };
-  // One step of a search for the first row-block r in [lo, hi) with start(r) >= t (hi if none):
-  // the warp holds start(base + lane) in v. Done: r, start(r) and start(r + 1). Else the window
-  // moves (hi or lo narrowed: it ends) and v must be loaded again.
-  auto step = [&](int &lo, int &hi, int t, int &base, int v, int &r, int &s, int &s1) -> bool {
-    const unsigned m = __ballot_sync(0xffffffffu, base + lane >= hi || v >= t);
-    if (!m) {  // the whole window starts below t
-      lo = base = base + 32;
-      return false;
-    }
-    if ((m & 1u) && base > lo) {  // start(base) >= t: the answer is at or below base
-      hi = base;
-      base = max(lo, base - 32);
-      return false;
-    }
-    const int k = __ffs(m) - 1;
-    r = base + k;
-    s = __shfl_sync(0xffffffffu, v, k);
-    s1 = __shfl_sync(0xffffffffu, v, (k + 1) & 31);
-    if (k == 31) s1 = start(r + 1);
-    return true;
-  };
-  // Two searches at once, from windows at base0 / base1 whose row pointers v0 / v1 are loaded.
-  auto search2 = [&](int lo0, int hi0, int t0, int base0, int v0, int lo1, int hi1, int t1, int base1, int v1,
-                     int &r0, int &s0, int &e0, int &r1, int &s1, int &e1) {
-    bool d0 = false, d1 = false;
-    for (;;) {
-      if (!d0) d0 = step(lo0, hi0, t0, base0, v0, r0, s0, e0);
-      if (!d1) d1 = step(lo1, hi1, t1, base1, v1, r1, s1, e1);
-      if (d0 && d1) return;
-      if (!d0) v0 = start(base0 + lane);
-      if (!d1) v1 = start(base1 + lane);
-    }
-  };
-  // ---- this block's row-blocks: a contiguous run [rb_lo, rb_hi), balanced by strides ----
-  const int nst = total / KS;  // strides of the whole matrix
-  int rb_lo, s_lo, rb_hi, s_hi, unused0, unused1;  // row-blocks and their first slots
-  search2(0, nblk, (int)((long long)nst * blockIdx.y / gridDim.y) * KS, bb0, vb0, 0, nblk,
-          (int)((long long)nst * (blockIdx.y + 1) / gridDim.y) * KS, bb1, vb1, rb_lo, s_lo, unused0, rb_hi, s_hi,
-          unused1);
-  if (blockIdx.y + 1 == gridDim.y) rb_hi = nblk, s_hi = total;  // the last run takes the empty row-blocks at the end
-  // ---- this warp's piece of the run: strides [cw, cw1); it owns the row-blocks that start there ----
-  const int cw = s_lo / KS + (int)((long long)(s_hi - s_lo) / KS * warp / WARPS);
-  const int cw1 = s_lo / KS + (int)((long long)(s_hi - s_lo) / KS * (warp + 1) / WARPS);
-  const int bw0 = min(max(rb_lo + (int)((long long)(rb_hi - rb_lo) * warp / WARPS) - 16, rb_lo),
-      max(rb_hi - 32, rb_lo));
-  const int bw1 = min(max(rb_lo + (int)((long long)(rb_hi - rb_lo) * (warp + 1) / WARPS) - 16, rb_lo),
-      max(rb_hi - 32, rb_lo));
-  // r_own: the first row-block this warp owns, nb0 / nb1 its start and end; r_end: the end of its
-  // row-blocks (the last warp: also the empty ones at the run's end)
-  int r_own, nb0, nb1, r_end, unused2, unused3;
-  search2(rb_lo, rb_hi, cw * KS, bw0, start(bw0 + lane), rb_lo, rb_hi, cw1 * KS, bw1, start(bw1 + lane), r_own,
-          nb0, nb1, r_end, unused2, unused3);
-  if (warp == WARPS - 1) r_end = rb_hi;
-  // ---- which stride is loaded next: segments of row-blocks (the head: the end of a row-block
-  // that started in an earlier piece; then the owned row-blocks, the last cut at cw1) ----
-  // the segment being loaded: row-block, next stride, end stride, flags of its last stride
-  int irb = -1, is = 0, ie = 0, ifl = 0;
-  int nrb = r_own;  // the next owned row-block (its start nb0, its end nb1)
-  auto advance = [&]() {  // start loading owned row-block nrb
-    irb = -1;
-    if (nrb >= r_end) return;
-    irb = nrb, is = nb0 / KS, ie = min(nb1 / KS, cw1);
-    ifl = nb1 / KS <= cw1 ? 1 : 0;  // 0: it goes on in the next piece (this warp adds the rest)
-    nb0 = nb1;
-    if (++nrb < r_end) nb1 = start(nrb + 1);
-  };
-  // row-block r_own - 1 started in an earlier piece and has strides in this one
-  if (cw < cw1 && r_own > rb_lo && nb0 > cw * KS) {
-    irb = r_own - 1, is = cw, ie = min(nb0 / KS, cw1);
-    ifl = nb0 / KS <= cw1 ? 1 | 4 : 0;  // ends here: keep the partial; else it spans the whole piece
-  } else {
-    advance();
-  }
+  // ---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts
+  // (two independent loads; no row-block is shared between blocks) ----
+  const int bs = __ldg(stride_next + (int)((long long)T * blockIdx.y / gridDim.y));
+  const int be = __ldg(stride_next + (int)((long long)T * (blockIdx.y + 1) / gridDim.y));
+  // ---- this warp's piece [cw, cw1): an equal share of the run (row-blocks may be cut between warps) ----
+  const int cw = bs + (int)((long long)(be - bs) * warp / WARPS);
+  const int cw1 = bs + (int)((long long)(be - bs) * (warp + 1) / WARPS);
   // ---- the register ring: 8 strides in flight per warp ----
-  int ci0 = 0, rb0, fl0;
+  int ci0 = 0;
+  unsigned m0 = 0;
   u32 ls0_0[2];
-  rb0 = -1, fl0 = 0;
-  if (irb >= 0) {
-    rb0 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci0 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls0_0[0] = q.x, ls0_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl0 = 2;  // no vectors: the row-block's output is zeros
+  if (cw < cw1) {
+    const long long s = (long long)cw * KS;  // the stride's first slot
+    ci0 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls0_0[0] = q.x, ls0_0[1] = q.y;
     }
-    if (is >= ie) fl0 |= ifl, advance();
+    m0 = __ldg(stride_meta + cw);
   }
-  int ci1 = 0, rb1, fl1;
+  int ci1 = 0;
+  unsigned m1 = 0;
   u32 ls1_0[2];
-  rb1 = -1, fl1 = 0;
-  if (irb >= 0) {
-    rb1 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci1 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls1_0[0] = q.x, ls1_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl1 = 2;  // no vectors: the row-block's output is zeros
+  if (cw + 1 < cw1) {
+    const long long s = (long long)(cw + 1) * KS;  // the stride's first slot
+    ci1 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls1_0[0] = q.x, ls1_0[1] = q.y;
     }
-    if (is >= ie) fl1 |= ifl, advance();
+    m1 = __ldg(stride_meta + cw + 1);
   }
-  int ci2 = 0, rb2, fl2;
+  int ci2 = 0;
+  unsigned m2 = 0;
   u32 ls2_0[2];
-  rb2 = -1, fl2 = 0;
-  if (irb >= 0) {
-    rb2 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci2 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls2_0[0] = q.x, ls2_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl2 = 2;  // no vectors: the row-block's output is zeros
+  if (cw + 2 < cw1) {
+    const long long s = (long long)(cw + 2) * KS;  // the stride's first slot
+    ci2 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls2_0[0] = q.x, ls2_0[1] = q.y;
     }
-    if (is >= ie) fl2 |= ifl, advance();
+    m2 = __ldg(stride_meta + cw + 2);
   }
-  int ci3 = 0, rb3, fl3;
+  int ci3 = 0;
+  unsigned m3 = 0;
   u32 ls3_0[2];
-  rb3 = -1, fl3 = 0;
-  if (irb >= 0) {
-    rb3 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci3 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls3_0[0] = q.x, ls3_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl3 = 2;  // no vectors: the row-block's output is zeros
+  if (cw + 3 < cw1) {
+    const long long s = (long long)(cw + 3) * KS;  // the stride's first slot
+    ci3 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls3_0[0] = q.x, ls3_0[1] = q.y;
     }
-    if (is >= ie) fl3 |= ifl, advance();
+    m3 = __ldg(stride_meta + cw + 3);
   }
-  int ci4 = 0, rb4, fl4;
+  int ci4 = 0;
+  unsigned m4 = 0;
   u32 ls4_0[2];
-  rb4 = -1, fl4 = 0;
-  if (irb >= 0) {
-    rb4 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci4 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls4_0[0] = q.x, ls4_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl4 = 2;  // no vectors: the row-block's output is zeros
+  if (cw + 4 < cw1) {
+    const long long s = (long long)(cw + 4) * KS;  // the stride's first slot
+    ci4 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls4_0[0] = q.x, ls4_0[1] = q.y;
     }
-    if (is >= ie) fl4 |= ifl, advance();
+    m4 = __ldg(stride_meta + cw + 4);
   }
-  int ci5 = 0, rb5, fl5;
+  int ci5 = 0;
+  unsigned m5 = 0;
   u32 ls5_0[2];
-  rb5 = -1, fl5 = 0;
-  if (irb >= 0) {
-    rb5 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci5 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls5_0[0] = q.x, ls5_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl5 = 2;  // no vectors: the row-block's output is zeros
+  if (cw + 5 < cw1) {
+    const long long s = (long long)(cw + 5) * KS;  // the stride's first slot
+    ci5 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls5_0[0] = q.x, ls5_0[1] = q.y;
     }
-    if (is >= ie) fl5 |= ifl, advance();
+    m5 = __ldg(stride_meta + cw + 5);
   }
-  int ci6 = 0, rb6, fl6;
+  int ci6 = 0;
+  unsigned m6 = 0;
   u32 ls6_0[2];
-  rb6 = -1, fl6 = 0;
-  if (irb >= 0) {
-    rb6 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci6 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls6_0[0] = q.x, ls6_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl6 = 2;  // no vectors: the row-block's output is zeros
+  if (cw + 6 < cw1) {
+    const long long s = (long long)(cw + 6) * KS;  // the stride's first slot
+    ci6 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls6_0[0] = q.x, ls6_0[1] = q.y;
     }
-    if (is >= ie) fl6 |= ifl, advance();
+    m6 = __ldg(stride_meta + cw + 6);
   }
-  int ci7 = 0, rb7, fl7;
+  int ci7 = 0;
+  unsigned m7 = 0;
   u32 ls7_0[2];
-  rb7 = -1, fl7 = 0;
-  if (irb >= 0) {
-    rb7 = irb;
-    if (is < ie) {
-      const long long s = (long long)is * KS;  // the stride's first slot
-      ci7 = __ldg(col_idx + s + lane);
-      {
-        // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-        const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
-        ls7_0[0] = q.x, ls7_0[1] = q.y;
-      }
-      ++is;
-    } else {
-      fl7 = 2;  // no vectors: the row-block's output is zeros
+  if (cw + 7 < cw1) {
+    const long long s = (long long)(cw + 7) * KS;  // the stride's first slot
+    ci7 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls7_0[0] = q.x, ls7_0[1] = q.y;
     }
-    if (is >= ie) fl7 |= ifl, advance();
+    m7 = __ldg(stride_meta + cw + 7);
   }
   asm volatile("cp.async.wait_group 0;\n" ::);  // this thread's part of the slice landed
   __syncthreads();  // and every thread's
   int acc_g0_r0_t0[4] = {};
   int hd_g0_r0_t0[4] = {};
-  int hd_rb = -1;  // the row-block of the partial in hd_*: the head segment's, when it ended in this piece
-  int tail_rb = -1;  // the row-block in acc_* when the piece ended inside it
+  int hd_rb = -1;  // the row-block of the partial in hd_*: one that started before this piece and ended in it
+  int open_rb = -1;  // the row-block in acc_* when the last stride so far did not end it
+  bool owned = false;  // whether acc_*'s row-block started in this piece
+  int cs = cw;  // the stride consumed next
   for (;;) {
     // ---- ring slot 0 ----
-    if (rb0 < 0) break;
-    if (!(fl0 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci0 == 0xffff ? (lane & 7) : ci0;
       const int brow0 = row * 16;
@@ -352,64 +226,60 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls0_0);
-    }
-    if (fl0 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl0 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb0;
-      } else {
-        const int blk = rb0;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m0 & 0x3fffffffu);
+      if (m0 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m0 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb0;
-    }
-    rb0 = -1, fl0 = 0;
-    if (irb >= 0) {
-      rb0 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci0 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls0_0[0] = q.x, ls0_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl0 = 2;  // no vectors: the row-block's output is zeros
+        m0 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl0 |= ifl, advance();
+      ++cs;
     }
     // ---- ring slot 1 ----
-    if (rb1 < 0) break;
-    if (!(fl1 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci1 == 0xffff ? (lane & 7) : ci1;
       const int brow0 = row * 16;
@@ -425,64 +295,60 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls1_0);
-    }
-    if (fl1 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl1 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb1;
-      } else {
-        const int blk = rb1;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m1 & 0x3fffffffu);
+      if (m1 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m1 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb1;
-    }
-    rb1 = -1, fl1 = 0;
-    if (irb >= 0) {
-      rb1 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci1 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls1_0[0] = q.x, ls1_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl1 = 2;  // no vectors: the row-block's output is zeros
+        m1 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl1 |= ifl, advance();
+      ++cs;
     }
     // ---- ring slot 2 ----
-    if (rb2 < 0) break;
-    if (!(fl2 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci2 == 0xffff ? (lane & 7) : ci2;
       const int brow0 = row * 16;
@@ -498,64 +364,60 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls2_0);
-    }
-    if (fl2 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl2 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb2;
-      } else {
-        const int blk = rb2;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m2 & 0x3fffffffu);
+      if (m2 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m2 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb2;
-    }
-    rb2 = -1, fl2 = 0;
-    if (irb >= 0) {
-      rb2 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci2 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls2_0[0] = q.x, ls2_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl2 = 2;  // no vectors: the row-block's output is zeros
+        m2 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl2 |= ifl, advance();
+      ++cs;
     }
     // ---- ring slot 3 ----
-    if (rb3 < 0) break;
-    if (!(fl3 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci3 == 0xffff ? (lane & 7) : ci3;
       const int brow0 = row * 16;
@@ -571,64 +433,60 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls3_0);
-    }
-    if (fl3 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl3 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb3;
-      } else {
-        const int blk = rb3;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m3 & 0x3fffffffu);
+      if (m3 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m3 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb3;
-    }
-    rb3 = -1, fl3 = 0;
-    if (irb >= 0) {
-      rb3 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci3 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls3_0[0] = q.x, ls3_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl3 = 2;  // no vectors: the row-block's output is zeros
+        m3 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl3 |= ifl, advance();
+      ++cs;
     }
     // ---- ring slot 4 ----
-    if (rb4 < 0) break;
-    if (!(fl4 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci4 == 0xffff ? (lane & 7) : ci4;
       const int brow0 = row * 16;
@@ -644,64 +502,60 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls4_0);
-    }
-    if (fl4 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl4 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb4;
-      } else {
-        const int blk = rb4;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m4 & 0x3fffffffu);
+      if (m4 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m4 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb4;
-    }
-    rb4 = -1, fl4 = 0;
-    if (irb >= 0) {
-      rb4 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci4 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls4_0[0] = q.x, ls4_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl4 = 2;  // no vectors: the row-block's output is zeros
+        m4 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl4 |= ifl, advance();
+      ++cs;
     }
     // ---- ring slot 5 ----
-    if (rb5 < 0) break;
-    if (!(fl5 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci5 == 0xffff ? (lane & 7) : ci5;
       const int brow0 = row * 16;
@@ -717,64 +571,60 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls5_0);
-    }
-    if (fl5 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl5 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb5;
-      } else {
-        const int blk = rb5;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m5 & 0x3fffffffu);
+      if (m5 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m5 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb5;
-    }
-    rb5 = -1, fl5 = 0;
-    if (irb >= 0) {
-      rb5 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci5 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls5_0[0] = q.x, ls5_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl5 = 2;  // no vectors: the row-block's output is zeros
+        m5 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl5 |= ifl, advance();
+      ++cs;
     }
     // ---- ring slot 6 ----
-    if (rb6 < 0) break;
-    if (!(fl6 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci6 == 0xffff ? (lane & 7) : ci6;
       const int brow0 = row * 16;
@@ -790,64 +640,60 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls6_0);
-    }
-    if (fl6 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl6 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb6;
-      } else {
-        const int blk = rb6;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m6 & 0x3fffffffu);
+      if (m6 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m6 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb6;
-    }
-    rb6 = -1, fl6 = 0;
-    if (irb >= 0) {
-      rb6 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci6 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls6_0[0] = q.x, ls6_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl6 = 2;  // no vectors: the row-block's output is zeros
+        m6 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl6 |= ifl, advance();
+      ++cs;
     }
     // ---- ring slot 7 ----
-    if (rb7 < 0) break;
-    if (!(fl7 & 2)) {
+    if (cs >= cw1) break;
+    {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci7 == 0xffff ? (lane & 7) : ci7;
       const int brow0 = row * 16;
@@ -863,68 +709,64 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls7_0);
-    }
-    if (fl7 & 1) {  // the segment's last stride: write its V rows (or keep the head's partial)
-      if (fl7 & 4) {
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-        hd_rb = rb7;
-      } else {
-        const int blk = rb7;
-        // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
-        {
-          u32 tot[4] = {};  // int32, wrapping
+      const int rb = (int)(m7 & 0x3fffffffu);
+      if (m7 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m7 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
           #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            tot[i] += (u32)acc_g0_r0_t0[i];
-          }
-          #pragma unroll
-          for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
-            const int vidx = tig * 2 + i;
-            const int row = blk * V + vidx;
-            const int col = n_base + 2 * gid;
-            if (row < M) {
-              int *o = c + (long long)row * N + col;
-              if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
-                *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
-              } else {
-                if (col < N) o[0] = (int)tot[i];
-                if (col + 1 < N) o[1] = (int)tot[i + 2];
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
               }
             }
           }
         }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
       }
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-      tail_rb = -1;
-    } else {
-      tail_rb = rb7;
-    }
-    rb7 = -1, fl7 = 0;
-    if (irb >= 0) {
-      rb7 = irb;
-      if (is < ie) {
-        const long long s = (long long)is * KS;  // the stride's first slot
+      if (cs + 8 < cw1) {
+        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
         ci7 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls7_0[0] = q.x, ls7_0[1] = q.y;
         }
-        ++is;
-      } else {
-        fl7 = 2;  // no vectors: the row-block's output is zeros
+        m7 = __ldg(stride_meta + cs + 8);
       }
-      if (is >= ie) fl7 |= ifl, advance();
+      ++cs;
     }
   }
   // ---- row-blocks cut between warps: each later warp's partial, added by the warp that started it ----
   __syncthreads();  // every warp is done with B's slice: it holds the partial sums now
   int *part = (int *)smem;  // [warp][accumulator][register][lane]
   {
-    // this warp's partial: its head's, or all of its piece
-    const int prb = hd_rb >= 0 ? hd_rb : tail_rb >= 0 && tail_rb < r_own ? tail_rb : -1;
+    // this warp's partial: a row-block it ended, or one that spans its whole piece
+    const int prb = hd_rb >= 0 ? hd_rb : open_rb >= 0 && !owned ? open_rb : -1;
     if (lane == 0) part_rb[warp] = cw < cw1 ? prb : -2;
     if (hd_rb >= 0) {
       #pragma unroll
@@ -935,15 +777,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     }
   }
   __syncthreads();
-  if (tail_rb >= r_own) {  // this warp started a row-block that goes on in the next pieces
+  if (open_rb >= 0 && owned) {  // this warp started a row-block that goes on in the next pieces
     for (int x = warp + 1; x < WARPS; ++x) {
       const int r = part_rb[x];
       if (r == -2) continue;  // no strides in that piece
-      if (r != tail_rb) break;
+      if (r != open_rb) break;
       #pragma unroll
       for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] += part[(x * 4 + i) * 32 + lane];
     }
-    const int blk = tail_rb;
+    const int blk = open_rb;
     // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
     {
       u32 tot[4] = {};  // int32, wrapping
