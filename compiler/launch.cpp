@@ -210,7 +210,8 @@ std::string plan_launch(Plan &p) {
       // leaves no spill (ptxas, sm_80 and sm_90): 8 for up to two accumulator tiles, 6 for
       // three, 4 for four (3 with an int64 or float output), 4 at 8 warps.
       l.ring_depth = s.stages ? s.stages
-                     : accs <= 2 ? 8
+                     : accs == 1 && p.groups.size() == 1 ? 16
+                     : accs <= 2 ? 12
                      : accs == 3 ? 6
                      : accs == 4 ? (s.out == OutType::Int32 ? 4 : 3)
                                  : 4;
