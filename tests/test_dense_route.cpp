@@ -2,6 +2,8 @@
 // dispatch and the policy decide between the routes, and what they say.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "runtime/autotune.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
@@ -204,4 +206,17 @@ TEST(DenseRoute, ModelsDenseDecodeTimesWithinFivePercentOfTheH100s) {
     model_route(m, 4096, 16, 0.5, &e);
     EXPECT_NEAR(e.dense_us, us, 0.05 * us) << "M=" << m;
   }
+}
+
+TEST(DenseRoute, GemmRefusesAFormsMaskNamingNoForm) {
+  for (unsigned mask : {0u, 4u, DenseGemm::kAllForms | 8u}) {
+    auto g = DenseGemm::create(64, 16, 64, DenseGemm::kDefaultWorkspace, mask);
+    ASSERT_FALSE(g) << mask;
+    const std::string why = llvm::toString(g.takeError());
+    if (dense_library_unavailable().empty())
+      EXPECT_EQ(why, fmt::format("dense route: forms mask {:#x} names no form (allowed: bits of 0x3)", mask));
+    else EXPECT_EQ(why.rfind("dense route unavailable: libcublasLt", 0), 0u) << why;
+  }
+  EXPECT_STREQ(dense_form_name(DenseForm::TransposedC), "TN (C^T = Bt^T A^T)");
+  EXPECT_STREQ(dense_form_name(DenseForm::RowOrderC), "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)");
 }
