@@ -91,6 +91,7 @@ const char *dense_form_name(DenseForm f) {
   switch (f) {
     case DenseForm::TransposedC: return "TN (C^T = Bt^T A^T)";
     case DenseForm::RowOrderC: return "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)";
+    case DenseForm::RowOrderAll: return "NT in row order (C = A Bt^T, A, Bt and C CUBLASLT_ORDER_ROW)";
   }
   return "?";
 }
@@ -149,10 +150,23 @@ llvm::Error make_form(cublasLtHandle_t, DenseForm kind, int64_t m, int64_t n, in
   f.form = kind;
   MAGICUBE_LT_TRY(a.cublasLtMatmulDescCreate(&f.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
   const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(f.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)),
+  const bool all_rows = kind == DenseForm::RowOrderAll;  // the same TN in row-order terms: op_N(A) op_T(Bt)
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(f.desc, CUBLASLT_MATMUL_DESC_TRANSA, all_rows ? &nn : &t, sizeof(t)),
                   "cublasLtMatmulDescSetAttribute(TRANSA)");
-  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(f.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn)),
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(f.desc, CUBLASLT_MATMUL_DESC_TRANSB, all_rows ? &t : &nn, sizeof(nn)),
                   "cublasLtMatmulDescSetAttribute(TRANSB)");
+  const cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
+  if (all_rows) {
+    // C (m x n, row order, ld n) = A (m x k, row order, ld k) x op_T(Bt (n x k, row order, ld k)).
+    f.a_is_bt = false;
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.la, CUDA_R_8I, uint64_t(m), uint64_t(k), k), "cublasLtMatrixLayoutCreate(A)");
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lb, CUDA_R_8I, uint64_t(n), uint64_t(k), k), "cublasLtMatrixLayoutCreate(Bt)");
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lc, CUDA_R_32I, uint64_t(m), uint64_t(n), n), "cublasLtMatrixLayoutCreate(C)");
+    for (cublasLtMatrixLayout_t l : {f.la, f.lb, f.lc})
+      MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row)),
+                      "cublasLtMatrixLayoutSetAttribute(ORDER_ROW)");
+    return llvm::Error::success();
+  }
   if (kind == DenseForm::TransposedC) {
     // C^T (n x m col-major, ld n) = op_T(Bt stored k x n col-major, ld k) x (A stored k x m col-major, ld k).
     f.a_is_bt = true;
@@ -168,7 +182,6 @@ llvm::Error make_form(cublasLtHandle_t, DenseForm kind, int64_t m, int64_t n, in
   MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.la, CUDA_R_8I, uint64_t(k), uint64_t(m), k), "cublasLtMatrixLayoutCreate(A)");
   MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lb, CUDA_R_8I, uint64_t(k), uint64_t(n), k), "cublasLtMatrixLayoutCreate(Bt)");
   MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lc, CUDA_R_32I, uint64_t(m), uint64_t(n), n), "cublasLtMatrixLayoutCreate(C)");
-  const cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
   MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutSetAttribute(f.lc, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row)),
                   "cublasLtMatrixLayoutSetAttribute(C, ORDER_ROW)");
   return llvm::Error::success();
@@ -196,7 +209,7 @@ llvm::Expected<std::unique_ptr<DenseGemm>> DenseGemm::create(int64_t m, int64_t 
     a.cublasLtMatmulPreferenceDestroy(pref);
     return err("dense route: " + status("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", pst));
   }
-  for (DenseForm kind : {DenseForm::TransposedC, DenseForm::RowOrderC}) {
+  for (DenseForm kind : {DenseForm::TransposedC, DenseForm::RowOrderC, DenseForm::RowOrderAll}) {
     if (!(forms & form_bit(kind))) continue;
     d.forms.emplace_back();
     if (auto e = make_form(d.handle, kind, m, n, k, d.forms.back())) {

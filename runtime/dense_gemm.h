@@ -15,7 +15,9 @@
 //   - RowOrderC: C (M x N, CUBLASLT_ORDER_ROW) = A (K x M column-major)^T x Bt^T (K x N
 //     column-major): the GEMM's M is our M, as in the bench's winning "A row, B col, C col
 //     (TN)" at many decode shapes, with C written row-major (cuBLASLt may refuse the row
-//     order for an int32 C; the form is then left out, logged at debug level).
+//     order for an int32 C; the form is then left out, logged at debug level);
+//   - RowOrderAll: the same product described in row order throughout: A (M x K) and Bt
+//     (N x K, transposed) and C (M x N), all CUBLASLT_ORDER_ROW (the bench's "ORDER_ROW" API).
 // The algorithm is the fastest of the heuristic's top few of every form, timed once on the
 // caller's buffers (select()); run() afterwards only enqueues.
 #pragma once
@@ -40,14 +42,15 @@ std::string dense_library_unavailable();
 std::string dense_library_version();
 
 // The formulations DenseGemm::create may try (bits of its `forms` mask: form_bit).
-enum class DenseForm { TransposedC = 0, RowOrderC = 1 };
+enum class DenseForm { TransposedC = 0, RowOrderC = 1, RowOrderAll = 2 };
 constexpr unsigned form_bit(DenseForm f) { return 1u << unsigned(f); }
-// "TN (C^T = Bt^T A^T)" | "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)"
+// "TN (C^T = Bt^T A^T)" | "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)" | "NT in row order (...)"
 const char *dense_form_name(DenseForm f);
 
 class DenseGemm {
  public:
-  static constexpr unsigned kAllForms = form_bit(DenseForm::TransposedC) | form_bit(DenseForm::RowOrderC);
+  static constexpr unsigned kAllForms =
+      form_bit(DenseForm::TransposedC) | form_bit(DenseForm::RowOrderC) | form_bit(DenseForm::RowOrderAll);
 
   // A plan for C (m x n) = A (m x k) x B (k x n) with B stored as Bt (n x k); workspace
   // `workspace_bytes` (cuBLASLt's scratch, owned by the caller); the heuristic's top 8 of each
@@ -78,7 +81,7 @@ class DenseGemm {
   // Enqueues C = A x B on `stream`; no allocation, no synchronization.
   llvm::Error run(CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace, CUstream stream = nullptr) const;
   // "cuBLASLt int8 TN (C^T = Bt^T A^T), algo id 39 tile 17, heuristic 3 of 8", then after
-  // select() " (fastest with a cold L2 of 16 over 2 forms)"
+  // select() " (fastest with a cold L2 of 24 over 3 forms)"
   std::string describe() const;
 
  private:

@@ -209,14 +209,16 @@ TEST(DenseRoute, ModelsDenseDecodeTimesWithinFivePercentOfTheH100s) {
 }
 
 TEST(DenseRoute, GemmRefusesAFormsMaskNamingNoForm) {
-  for (unsigned mask : {0u, 4u, DenseGemm::kAllForms | 8u}) {
+  for (unsigned mask : {0u, 8u, DenseGemm::kAllForms | 16u}) {
     auto g = DenseGemm::create(64, 16, 64, DenseGemm::kDefaultWorkspace, mask);
     ASSERT_FALSE(g) << mask;
     const std::string why = llvm::toString(g.takeError());
     if (dense_library_unavailable().empty())
-      EXPECT_EQ(why, fmt::format("dense route: forms mask {:#x} names no form (allowed: bits of 0x3)", mask));
+      EXPECT_EQ(why, fmt::format("dense route: forms mask {:#x} names no form (allowed: bits of 0x7)", mask));
     else EXPECT_EQ(why.rfind("dense route unavailable: libcublasLt", 0), 0u) << why;
   }
   EXPECT_STREQ(dense_form_name(DenseForm::TransposedC), "TN (C^T = Bt^T A^T)");
   EXPECT_STREQ(dense_form_name(DenseForm::RowOrderC), "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)");
+  EXPECT_STREQ(dense_form_name(DenseForm::RowOrderAll),
+               "NT in row order (C = A Bt^T, A, Bt and C CUBLASLT_ORDER_ROW)");
 }

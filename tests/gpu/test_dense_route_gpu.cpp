@@ -128,7 +128,7 @@ TEST(DenseRouteGpu, EveryFormComputesOurRowMajorC) {
   const int64_t shapes[][3] = {{256, 16, 512}, {384, 1, 1024}, {128, 100, 256}, {1000, 64, 2048}};
   uint64_t seed = 21;
   for (const auto &s : shapes) {
-    for (DenseForm f : {DenseForm::TransposedC, DenseForm::RowOrderC}) {
+    for (DenseForm f : {DenseForm::TransposedC, DenseForm::RowOrderC, DenseForm::RowOrderAll}) {
       auto g = DenseGemm::create(s[0], s[1], s[2], DenseGemm::kDefaultWorkspace, form_bit(f));
       if (!g) {
         const std::string why = llvm::toString(g.takeError());
