@@ -143,9 +143,9 @@ DenseForm DenseGemm::form() const {
 
 namespace {
 // The descriptor and layouts of `f` for C (m x n, row-major int32) = A (m x k row-major) x Bt^T
-// (Bt n x k row-major), both int8. Both forms are cuBLASLt's "TN" int8 (IMMA) shape: BLAS A
-// transposed, K the leading dimension of both inputs.
-llvm::Error make_form(cublasLtHandle_t, DenseForm kind, int64_t m, int64_t n, int64_t k, Form &f) {
+// (Bt n x k row-major), both int8. Every form is cuBLASLt's "TN" int8 (IMMA) shape in memory:
+// K the leading dimension of both inputs.
+llvm::Error make_form(DenseForm kind, int64_t m, int64_t n, int64_t k, Form &f) {
   const LtApi &a = lt();
   f.form = kind;
   MAGICUBE_LT_TRY(a.cublasLtMatmulDescCreate(&f.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
@@ -212,7 +212,7 @@ llvm::Expected<std::unique_ptr<DenseGemm>> DenseGemm::create(int64_t m, int64_t 
   for (DenseForm kind : {DenseForm::TransposedC, DenseForm::RowOrderC, DenseForm::RowOrderAll}) {
     if (!(forms & form_bit(kind))) continue;
     d.forms.emplace_back();
-    if (auto e = make_form(d.handle, kind, m, n, k, d.forms.back())) {
+    if (auto e = make_form(kind, m, n, k, d.forms.back())) {
       a.cublasLtMatmulPreferenceDestroy(pref);
       return e;
     }
