@@ -211,6 +211,16 @@ llvm::Expected<BenchConfig> make_config(const BenchOptions &o) {
   auto grid = parse_llm_grid(o.llm_grid);
   if (!grid) return grid.takeError();
   c.llm_grid = *grid;
+  if (!o.llm_ns.empty()) {
+    auto ns = parse_llm_ns(o.llm_ns, c.llm_grid);
+    if (!ns) return ns.takeError();
+    c.llm_ns = *ns;
+  }
+  if (!o.llm_shapes.empty()) {
+    auto shapes = parse_llm_shapes(o.llm_shapes, c.llm_grid);
+    if (!shapes) return shapes.takeError();
+    c.llm_shapes = *shapes;
+  }
   c.vendors = !o.no_vendor;
   c.seed = o.seed;
   c.tune = o.tune;
@@ -243,12 +253,61 @@ std::vector<std::pair<int64_t, int64_t>> llm_shapes(LlmGrid g) {
   return all;
 }
 
-namespace {
 std::vector<int64_t> llm_ns(LlmGrid g) {
   if (g == LlmGrid::Quick) return {1, 16, 64, 512, 2048};
   return {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192};
 }
+
+namespace {
+std::string joined_ns(const std::vector<int64_t> &ns) {
+  std::string s;
+  for (int64_t n : ns) s += (s.empty() ? "" : ", ") + std::to_string(n);
+  return s;
+}
+std::string joined_shapes(const std::vector<std::pair<int64_t, int64_t>> &shapes) {
+  std::string s;
+  for (auto [m, k] : shapes) s += (s.empty() ? "" : ", ") + std::to_string(m) + "x" + std::to_string(k);
+  return s;
+}
+template <class T>
+bool contains(const std::vector<T> &v, const T &x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 }  // namespace
+
+llvm::Expected<std::vector<int64_t>> parse_llm_ns(llvm::StringRef text, LlmGrid g) {
+  auto ns = parse_int_list(text, "llm-n");
+  if (!ns) return ns.takeError();
+  const std::vector<int64_t> grid = llm_ns(g);
+  std::vector<int64_t> out;
+  for (int64_t n : *ns) {
+    if (!contains(grid, n))
+      return err("llm-n: --llm-n=" + text + ": N=" + llvm::Twine(n) + " is not in the --llm-grid=" + to_string(g) +
+                 " grid (allowed: " + joined_ns(grid) + ")");
+    if (!contains(out, n)) out.push_back(n);
+  }
+  return out;
+}
+
+llvm::Expected<std::vector<std::pair<int64_t, int64_t>>> parse_llm_shapes(llvm::StringRef text, LlmGrid g) {
+  const std::vector<std::pair<int64_t, int64_t>> grid = llm_shapes(g);
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  text.split(parts, ',', -1, false);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    auto [ms, ks] = part.split('x');
+    int64_t m = 0, k = 0;
+    if (part.count('x') != 1 || ms.trim().getAsInteger(10, m) || ks.trim().getAsInteger(10, k))
+      return err("llm-shapes: '" + part + "' in --llm-shapes=" + text + " is not M x K (e.g. 4096x11008)");
+    if (!contains(grid, std::pair<int64_t, int64_t>{m, k}))
+      return err("llm-shapes: --llm-shapes=" + text + ": " + llvm::Twine(m) + "x" + llvm::Twine(k) +
+                 " is not in the --llm-grid=" + to_string(g) + " grid (allowed: " + joined_shapes(grid) + ")");
+    if (!contains(out, std::pair<int64_t, int64_t>{m, k})) out.emplace_back(m, k);
+  }
+  if (out.empty()) return err("llm-shapes: --llm-shapes=" + text + " names no shape");
+  return out;
+}
 
 std::vector<LlmProblem> llm_problems(LlmGrid g) {
   const std::vector<double> ss = g == LlmGrid::Quick ? std::vector<double>{0.5, 0.9} : std::vector<double>{0.5, 0.7, 0.9};
@@ -273,8 +332,26 @@ std::vector<LlmProblem> llm_problems(const BenchConfig &c) {
     const auto &names = c.llm_precisions;
     if (!names.empty() && std::find(names.begin(), names.end(), p.precision.name) == names.end()) continue;
     if (!c.llm_vs.empty() && std::find(c.llm_vs.begin(), c.llm_vs.end(), p.v) == c.llm_vs.end()) continue;
+    if (!c.llm_ns.empty() && !contains(c.llm_ns, p.n)) continue;
+    if (!c.llm_shapes.empty() && !contains(c.llm_shapes, std::pair<int64_t, int64_t>{p.m, p.k})) continue;
     out.push_back(p);
   }
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> llm_shapes(const BenchConfig &c) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (auto shape : llm_shapes(c.llm_grid))
+    if (c.llm_shapes.empty() || contains(c.llm_shapes, shape)) out.push_back(shape);
+  return out;
+}
+
+std::vector<std::array<int64_t, 3>> llm_dense_problems(const BenchConfig &c) {
+  const std::vector<LlmProblem> ours = llm_problems(c);
+  std::vector<std::array<int64_t, 3>> out;
+  for (const auto &d : llm_dense_problems(c.llm_grid))
+    if (std::any_of(ours.begin(), ours.end(), [&](const LlmProblem &p) { return p.m == d[0] && p.k == d[1] && p.n == d[2]; }))
+      out.push_back(d);
   return out;
 }
 

@@ -656,7 +656,7 @@ int64_t Suite::tasks() const {
 
 int64_t Suite::llm_tasks() const {
   return int64_t(llm_problems(cfg_).size()) +
-         (cfg_.vendors ? 3 * int64_t(llm_dense_problems(cfg_.llm_grid).size()) : 0);
+         (cfg_.vendors ? 3 * int64_t(llm_dense_problems(cfg_).size()) : 0);
 }
 
 bool Suite::sddmm_runs(int v, double s) const {
@@ -903,14 +903,13 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
 }
 
 void Suite::llm() {
-  const LlmGrid grid = cfg_.llm_grid;
   const std::vector<LlmProblem> problems = llm_problems(cfg_);
-  for (auto [m, k] : llm_shapes(grid)) {
+  for (auto [m, k] : llm_shapes(cfg_)) {
     bool with_2_4 = std::any_of(problems.begin(), problems.end(), [&](const LlmProblem &p) {
       return p.m == m && p.k == k && std::abs(p.sparsity - 0.5) < 1e-9;
     });
     if (cfg_.vendors)
-      for (const auto &d : llm_dense_problems(grid))
+      for (const auto &d : llm_dense_problems(cfg_))
         if (d[0] == m && d[1] == k) llm_dense(m, k, d[2], with_2_4);
     // Host operands reused across N: one pattern per (V, sparsity) with the values of each
     // lhs type, and one B per (N, rhs type).
@@ -1404,8 +1403,8 @@ llvm::Expected<BenchOutput> run_bench(const BenchConfig &cfg, const std::string 
     auto probs = llm_problems(cfg);
     out.info.llm = fmt::format("--llm-grid={}: {} problems of ours{} on {} weight shapes, {} dense (M, K, N)",
                                to_string(cfg.llm_grid), probs.size(),
-                               cfg.llm_precisions.empty() && cfg.llm_vs.empty() ? "" : " (of the grid's, by --filter/--v)",
-                               llm_shapes(cfg.llm_grid).size(), llm_dense_problems(cfg.llm_grid).size());
+                               cfg.llm_filtered() ? " (of the grid's, by --filter/--v/--llm-n/--llm-shapes)" : "",
+                               llm_shapes(cfg).size(), llm_dense_problems(cfg).size());
   }
 
   // DLMC first: its file count sets the progress total.

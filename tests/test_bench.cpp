@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -704,4 +705,86 @@ TEST(BenchLlm, FilterAndVKeepPartOfTheGrid) {
   auto d = make_config(all);
   ASSERT_TRUE(bool(d));
   EXPECT_EQ(llm_problems(*d).size(), llm_problems(LlmGrid::Default).size());
+}
+
+TEST(BenchLlm, LlmNAndShapesKeepPartOfTheGrid) {
+  BenchOptions o;
+  o.sections = "llm";
+  o.filter = "L8-R8";
+  o.vs = "8";
+  o.llm_ns = "1, 16,512,16";
+  o.llm_shapes = "11008x4096,4096x4096";
+  auto c = make_config(o);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->llm_ns, (std::vector<int64_t>{1, 16, 512}));  // a repeat once
+  EXPECT_EQ(c->llm_shapes, (std::vector<std::pair<int64_t, int64_t>>{{11008, 4096}, {4096, 4096}}));
+  EXPECT_TRUE(c->llm_filtered());
+  const std::vector<LlmProblem> kept = llm_problems(*c);
+  EXPECT_EQ(kept.size(), size_t(2 * 3 * 3));  // 2 shapes x 3 N x 3 sparsities
+  std::set<int64_t> ns;
+  for (const LlmProblem &p : kept) {
+    EXPECT_TRUE((p.m == 4096 && p.k == 4096) || (p.m == 11008 && p.k == 4096)) << p.m << "x" << p.k;
+    ns.insert(p.n);
+  }
+  EXPECT_EQ(ns, (std::set<int64_t>{1, 16, 512}));
+  // The grid's run order (shape-major), whatever order the flag names them in.
+  EXPECT_EQ(llm_shapes(*c), (std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {11008, 4096}}));
+  // Dense contenders only where a problem of ours is: 2 shapes x 3 N.
+  const auto dense = llm_dense_problems(*c);
+  EXPECT_EQ(dense.size(), 6u);
+  for (const auto &d : dense) EXPECT_TRUE(ns.count(d[2])) << d[2];
+  // --v=4 keeps only 4096x4096 of the default grid: the dense contenders follow.
+  BenchOptions v4;
+  v4.sections = "llm";
+  v4.vs = "4";
+  auto c4 = make_config(v4);
+  ASSERT_TRUE(bool(c4));
+  EXPECT_EQ(llm_dense_problems(*c4).size(), 11u);
+  EXPECT_EQ(llm_shapes(*c4).size(), 6u);  // shapes are not narrowed by --v; they simply have nothing to run
+  // Without the flags: the whole grid, not "filtered".
+  BenchOptions all;
+  all.sections = "llm";
+  auto d = make_config(all);
+  ASSERT_TRUE(bool(d));
+  EXPECT_FALSE(d->llm_filtered());
+  EXPECT_EQ(llm_dense_problems(*d).size(), 66u);
+}
+
+TEST(BenchLlm, BadLlmNAndShapesNameTheFlagAndTheGrid) {
+  auto bad = [](const char *grid, const char *ns, const char *shapes) {
+    BenchOptions o;
+    o.sections = "llm";
+    o.llm_grid = grid;
+    o.llm_ns = ns;
+    o.llm_shapes = shapes;
+    auto c = make_config(o);
+    return c ? std::string("accepted") : llvm::toString(c.takeError());
+  };
+  EXPECT_EQ(bad("default", "3", ""),
+            "llm-n: --llm-n=3: N=3 is not in the --llm-grid=default grid (allowed: 1, 2, 4, 8, 16, 32, 64, 128, 512, "
+            "2048, 8192)");
+  EXPECT_EQ(bad("quick", "8", ""),
+            "llm-n: --llm-n=8: N=8 is not in the --llm-grid=quick grid (allowed: 1, 16, 64, 512, 2048)");
+  EXPECT_EQ(bad("default", "1,x", ""), "llm-n: 'x' in --llm-n=1,x is not an integer");
+  EXPECT_EQ(bad("default", ",", ""), "llm-n: --llm-n=, names no value");
+  EXPECT_EQ(bad("default", "", "4096x4097"),
+            "llm-shapes: --llm-shapes=4096x4097: 4096x4097 is not in the --llm-grid=default grid (allowed: 4096x4096, "
+            "11008x4096, 4096x11008, 14336x4096, 4096x14336, 6144x4096)");
+  EXPECT_EQ(bad("quick", "", "4096x11008"),
+            "llm-shapes: --llm-shapes=4096x11008: 4096x11008 is not in the --llm-grid=quick grid (allowed: 4096x4096, "
+            "11008x4096)");
+  EXPECT_EQ(bad("default", "", "4096"), "llm-shapes: '4096' in --llm-shapes=4096 is not M x K (e.g. 4096x11008)");
+  EXPECT_EQ(bad("default", "", "4096x4096x2"),
+            "llm-shapes: '4096x4096x2' in --llm-shapes=4096x4096x2 is not M x K (e.g. 4096x11008)");
+  EXPECT_EQ(bad("default", "", "axb"), "llm-shapes: 'axb' in --llm-shapes=axb is not M x K (e.g. 4096x11008)");
+  EXPECT_EQ(bad("default", "", ","), "llm-shapes: --llm-shapes=, names no shape");
+  EXPECT_EQ(bad("default", "16", "4096x14336"), "accepted");
+  // The binary refuses them before looking for a GPU.
+  CliResult r = run_shell(shell_quote(magicube_bench_cli()) + " --sections=llm --llm-n=5");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("magicube-bench: error: llm-n: --llm-n=5: N=5 is not in the --llm-grid=default grid", 0), 0u)
+      << r.output;
+  r = run_shell(shell_quote(magicube_bench_cli()) + " --sections=llm --llm-shapes=1x1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("magicube-bench: error: llm-shapes: --llm-shapes=1x1: 1x1 is not in", 0), 0u) << r.output;
 }
