@@ -31,6 +31,10 @@ inline constexpr const char *kMagicubePub = "magicube-h100-published";  // h100.
 inline constexpr const char *kOursSparse = "magicube-jit-sparse";  // the sparse kernel itself, whatever the route
 inline constexpr const char *kCublasBf16 = "cublas-bf16";          // dense, bf16 (f32 accumulate)
 inline constexpr const char *kCusparseLtS8 = "cusparselt-s8-2:4";  // cuSPARSELt 2:4 int8 (s = 0.5 only)
+// The llm section's cuBLASLt s8 -> s32 restricted to the storage of our API's default call
+// (B K x N row-major, C M x N row-major; A either way: the dense copy is the library's): the
+// best of the same timed configurations as kCublasLtS8, not a run of its own.
+inline constexpr const char *kCublasLtS8ApiStorage = "cublaslt-s8s32-api-storage";
 
 // The vendor contenders, in table order.
 const std::vector<std::string> &vendor_contenders();
@@ -122,6 +126,13 @@ std::vector<std::pair<int64_t, int64_t>> llm_shapes(const BenchConfig &c);
 llvm::Expected<std::vector<int64_t>> parse_llm_ns(llvm::StringRef text, LlmGrid g);
 // --llm-shapes=4096x4096,11008x4096 (M x K) against the grid's shapes, the same way.
 llvm::Expected<std::vector<std::pair<int64_t, int64_t>>> parse_llm_shapes(llvm::StringRef text, LlmGrid g);
+
+// Whether a cuBLASLt configuration of the dense contender ("cuBLASLt A row, B row, C row (NN,
+// ...), heuristic 2/8 (...)") has our API's storage: B K x N row-major and C M x N row-major.
+bool has_api_storage(const std::string &dense_config);
+// The fastest of `timed` (configuration, ms) with our API's storage; nullopt when none ran.
+std::optional<std::pair<std::string, double>> best_with_api_storage(
+    const std::vector<std::pair<std::string, double>> &timed);
 
 // Peaks the LLM section reports against, in one place.
 // int8 dense tensor-core peak of the H100 SXM: 1,979 TOPS (NVIDIA H100 Tensor Core GPU
