@@ -313,9 +313,19 @@ class Suite {
   // the sparse kernel itself. Today the dispatch always answers with the sparse kernel, so
   // both rows are one measurement; when it can answer "run dense", time that route here for
   // kOurs and keep the sparse kernel's row as it is.
-  void llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b);
-  // The sparse kernel through the dispatch and the pipeline, checked on its first run.
-  void llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b);
+  // `lhs` holds A's device copies for every N of the shape (packed once per packing).
+  void llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                const std::shared_ptr<SpmmLhsCache> &lhs);
+  // The sparse kernel through the dispatch and the pipeline, checked on its first run; the
+  // pipeline, for the dense route on the same operands (its checked references kept), or
+  // null where the kernel's row is an error.
+  std::unique_ptr<Pipeline> llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                                       const std::shared_ptr<SpmmLhsCache> &lhs);
+  // Where the llm section's wall time went (seconds), logged at its end.
+  struct LlmWall {
+    double inputs = 0, dense_contenders = 0, sparse = 0, dense_route = 0;
+    int64_t packs = 0, problems = 0;
+  } llm_wall_;
 
   int64_t vendor_count() const { return cfg_.vendors ? int64_t(vendor_contenders().size()) : 0; }
   CUstream stream() const { return stream_.get(); }
@@ -837,7 +847,9 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
   }
 }
 
-void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b) {
+std::unique_ptr<Pipeline> Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                                            const std::shared_ptr<SpmmLhsCache> &lhs) {
+  std::unique_ptr<Pipeline> kept;
   ResultRow row = llm_base_row(pb.m, pb.k, pb.n);
   row.matrix = fmt::format("llm-M{}-K{}-s{}", pb.m, pb.k, sp_str(pb.sparsity));
   row.contender = kOursSparse;
@@ -855,11 +867,12 @@ void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::v
     if (!plan) return fail(plan.takeError(), "plan");
     r.out = out_name(plan->spec.out);
     r.config = to_string(plan->spec);
-    auto pipe = Pipeline::spmm(plan->spec, a, std::vector<int64_t>(b), pb.n);
+    auto pipe = Pipeline::spmm(plan->spec, a, std::vector<int64_t>(b), pb.n, lhs);
     if (auto e = measure_kernel(r, *pipe, *plan, how, kLlmCheckBudget, llm_timing(pb.n))) {
       r.status = "error", r.note = msg(std::move(e));
       return;
     }
+    kept = std::move(pipe);
     r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
     SparseTraffic t;
     t.slots = padded_slots(a.block_ptr, plan->k_stride);
@@ -877,10 +890,20 @@ void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::v
     r.config += fmt::format(" [moves {:.0f} bytes]", r.bytes);
     r.status = "ok";
   });
+  return out_.rows.back().status == "ok" ? std::move(kept) : nullptr;
 }
 
-void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b) {
-  llm_sparse(pb, a, b);
+void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                     const std::shared_ptr<SpmmLhsCache> &lhs) {
+  auto t0 = Clock::now();
+  std::unique_ptr<Pipeline> sparse_pipe = llm_sparse(pb, a, b, lhs);
+  llm_wall_.sparse += ms_since(t0) / 1e3;
+  t0 = Clock::now();
+  struct Tally {
+    double &into;
+    Clock::time_point t0;
+    ~Tally() { into += ms_since(t0) / 1e3; }
+  } tally{llm_wall_.dense_route, t0};
   ResultRow sparse = out_.rows.back();
   // The route the dispatch takes with the dense route allowed, as `magicube run` does: the
   // sparse kernel measured above, or the dense int8 GEMM where the policy's model says so.
@@ -906,7 +929,10 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
       r.note = std::string(stage) + ": " + msg(std::move(e));
     };
     r.out = out_name(d->plan.spec.out);
-    auto pipe = Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n);
+    // The sparse kernel's pipeline when it ran (the same A and B: A's dense copy shared through
+    // `lhs`, the checked row-blocks' references kept), else one of its own.
+    std::unique_ptr<Pipeline> pipe =
+        sparse_pipe ? std::move(sparse_pipe) : Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n, lhs);
     if (auto e = pipe->prepare_dense(ctx_)) return fail(std::move(e), "dense route");
     if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
     if (auto e = pipe->launch_dense(stream())) return fail(std::move(e), "launch");
@@ -932,12 +958,15 @@ void Suite::llm() {
     bool with_2_4 = std::any_of(problems.begin(), problems.end(), [&](const LlmProblem &p) {
       return p.m == m && p.k == k && std::abs(p.sparsity - 0.5) < 1e-9;
     });
+    auto t0 = Clock::now();
     if (cfg_.vendors)
       for (const auto &d : llm_dense_problems(cfg_))
         if (d[0] == m && d[1] == k) llm_dense(m, k, d[2], with_2_4);
-    // Host operands reused across N: one pattern per (V, sparsity) with the values of each
-    // lhs type, and one B per (N, rhs type).
+    llm_wall_.dense_contenders += ms_since(t0) / 1e3;
+    // Operands reused across N: one pattern per (V, sparsity) with the values of each lhs type
+    // (on the device: each packing of it, and its dense copy, once), and one B per (N, rhs type).
     std::map<std::string, VectorSparse> mats;
+    std::map<std::string, std::shared_ptr<SpmmLhsCache>> lhs_caches;
     std::map<std::string, std::vector<int64_t>> bs;
     int64_t cur_n = -1;
     for (const LlmProblem &p : problems) {
@@ -946,21 +975,33 @@ void Suite::llm() {
       const std::string shape = fmt::format("llm-M{}-K{}", m, k);
       progress_.step("llm", fmt::format("{}x{} N={} V={} s={} {}", m, k, p.n, p.v, sp_str(p.sparsity), p.precision.name));
       const std::string mk = fmt::format("{}|{}|{}", p.v, sp_str(p.sparsity), p.precision.lhs.str());
+      t0 = Clock::now();
       auto it = mats.find(mk);
       if (it == mats.end()) {
         const uint64_t pat_seed = seeded(mix(hash64(shape + "-s" + sp_str(p.sparsity)), uint64_t(p.v)));
         VectorSparse a = uniform_pattern(m, k, p.v, p.sparsity, pat_seed);
         fill_values(a, p.precision.lhs, mix(pat_seed, hash64(p.precision.lhs.str())));
         it = mats.emplace(mk, std::move(a)).first;
+        lhs_caches[mk] = std::make_shared<SpmmLhsCache>();
       }
       const std::string bk = p.precision.rhs.str();
       auto bi = bs.find(bk);
       if (bi == bs.end())
         bi = bs.emplace(bk, random_dense(k * p.n, p.precision.rhs, seeded(mix(hash64(shape + bk), uint64_t(p.n)))))
                  .first;
-      llm_ours(p, it->second, bi->second);
+      llm_wall_.inputs += ms_since(t0) / 1e3;
+      llm_ours(p, it->second, bi->second, lhs_caches[mk]);
+      ++llm_wall_.problems;
     }
+    for (const auto &[key, cache] : lhs_caches) llm_wall_.packs += cache->packs;
   }
+  const LlmWall &w = llm_wall_;
+  const std::string line = fmt::format(
+      "llm section: {} problems of ours; wall time: inputs {:.1f} s, dense contenders {:.1f} s, our sparse kernel "
+      "(plan, {} packings, check, timing) {:.1f} s, our dense route (densify, select, check, timing) {:.1f} s",
+      w.problems, w.inputs, w.dense_contenders, w.packs, w.sparse, w.dense_route);
+  log().info("{}", line);
+  progress_.message(line);
 }
 
 // ---- JIT costs ------------------------------------------------------------------------------
