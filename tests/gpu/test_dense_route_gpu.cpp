@@ -146,3 +146,40 @@ TEST(DenseRouteGpu, EveryFormComputesOurRowMajorC) {
     std::printf("M=%ld N=%ld K=%ld: %s\n", long(s[0]), long(s[1]), long(s[2]), (*all)->describe().c_str());
   }
 }
+
+TEST(DenseRouteGpu, PipelinesOfOneMatrixShareItsDeviceCopies) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
+  // The bench's llm section: one weight at several N. The same plan packs A once; the dense
+  // copy is uploaded once; every result stays exact, also a second verify of one output.
+  std::mt19937_64 rng(5);
+  OpSpec s;
+  s.pinned = 0;
+  VectorSparse a = synthetic_sparse(rng, 512, 1024, 0.7, 8, s.lhs);
+  auto cache = std::make_shared<SpmmLhsCache>();
+  const MatrixSignature sig = spmm_signature(a, 256);
+  auto d = dispatch(s, &sig, device_facts(*ctx));
+  ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
+  for (int64_t n : {256, 512}) {  // the same plan at both N (a 256-wide tile at most)
+    auto pipe = Pipeline::spmm(d->plan.spec, a, random_dense(rng, 1024 * n, s.rhs), n, cache);
+    ASSERT_FALSE(bool(pipe->prepare(d->plan)));
+    auto k = Kernel::get(*ctx, d->plan);
+    ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+    ASSERT_FALSE(bool(pipe->poison()));
+    ASSERT_FALSE(bool(pipe->launch(**k)));
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    auto v = pipe->verify();
+    ASSERT_TRUE(bool(v));
+    EXPECT_TRUE(v->exact()) << n;
+    ASSERT_FALSE(bool(pipe->prepare_dense(*ctx)));
+    ASSERT_FALSE(bool(pipe->poison()));
+    ASSERT_FALSE(bool(pipe->launch_dense()));
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    auto w = pipe->verify();
+    ASSERT_TRUE(bool(w));
+    EXPECT_TRUE(w->exact()) << n << " (" << pipe->dense_describe() << ")";
+    EXPECT_EQ(w->checked, v->checked);
+  }
+  EXPECT_EQ(cache->packs, 1);
+  EXPECT_EQ(cache->dense.bytes(), size_t(512 * 1024));
+}
