@@ -140,6 +140,7 @@ struct Best {
   }
   void timed(const std::string &config, double ms) {
     m.tried.push_back(fmt::format("{}: {:.4f} ms", config, ms));
+    m.timed.emplace_back(config, ms);
     log().debug("{}: {}: {:.4f} ms", what, config, ms);
     if (!m.supported || ms < m.ms) m.supported = true, m.ms = ms, m.config = config;
   }

@@ -35,6 +35,7 @@ struct Measurement {
   std::string config;                 // the winning configuration, e.g. "A row, B col, C col; algo 2/8"
   std::string unsupported_reason;     // when !supported: why (each refusal, "; "-joined)
   std::vector<std::string> tried;     // every configuration: "<config>: 0.0210 ms" or "<config>: refused by ..."
+  std::vector<std::pair<std::string, double>> timed;  // every configuration that ran, with its median ms
 };
 
 // ---- dense GEMM: C[M x N] = A[M x K] x B[K x N] ----------------------------------------

@@ -65,6 +65,12 @@ cl::opt<std::string> LlmGridOpt("llm-grid",
                                 cl::desc("size of the llm section: quick (20 problems, a smoke test), default (660), "
                                          "full (1782)"),
                                 cl::init("default"), cl::value_desc("quick|default|full"), cl::cat(BenchCat));
+cl::opt<std::string> LlmNs("llm-n", cl::desc("N values of the llm grid to run, e.g. 1,16,512 (default: all)"),
+                           cl::cat(BenchCat));
+cl::opt<std::string> LlmShapes("llm-shapes",
+                               cl::desc("weight shapes (M x K) of the llm grid to run, e.g. 4096x4096,11008x4096 "
+                                        "(default: all)"),
+                               cl::cat(BenchCat));
 cl::opt<bool> Tune("tune", cl::desc("autotune each problem of ours before timing it (slow)"), cl::cat(BenchCat));
 
 bench::BenchOptions bench_options() {
@@ -86,6 +92,8 @@ bench::BenchOptions bench_options() {
   b.no_plots = NoPlots;
   b.tune = Tune;
   b.llm_grid = LlmGridOpt;
+  b.llm_ns = LlmNs;
+  b.llm_shapes = LlmShapes;
   return b;
 }
 
@@ -189,7 +197,7 @@ int run(const bench::BenchOptions &o, int argc, char **argv) {
   if (cfg->llm)
     progress.message(fmt::format("{}: llm section, --llm-grid={}: {} problems of ours, {} dense (M, K, N)", kName,
                                  bench::to_string(cfg->llm_grid), bench::llm_problems(*cfg).size(),
-                                 bench::llm_dense_problems(cfg->llm_grid).size()));
+                                 bench::llm_dense_problems(*cfg).size()));
   auto out = bench::run_bench(*cfg, dlmc, command_line(argc, argv), *ctx, progress);
   if (!out) return fail(out.takeError());
 

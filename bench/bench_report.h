@@ -31,6 +31,10 @@ inline constexpr const char *kMagicubePub = "magicube-h100-published";  // h100.
 inline constexpr const char *kOursSparse = "magicube-jit-sparse";  // the sparse kernel itself, whatever the route
 inline constexpr const char *kCublasBf16 = "cublas-bf16";          // dense, bf16 (f32 accumulate)
 inline constexpr const char *kCusparseLtS8 = "cusparselt-s8-2:4";  // cuSPARSELt 2:4 int8 (s = 0.5 only)
+// The llm section's cuBLASLt s8 -> s32 restricted to the storage of our API's default call
+// (B K x N row-major, C M x N row-major; A either way: the dense copy is the library's): the
+// best of the same timed configurations as kCublasLtS8, not a run of its own.
+inline constexpr const char *kCublasLtS8ApiStorage = "cublaslt-s8s32-api-storage";
 
 // The vendor contenders, in table order.
 const std::vector<std::string> &vendor_contenders();
@@ -78,6 +82,8 @@ struct BenchOptions {
   bool no_plots = false;
   bool tune = false;         // autotune every problem of ours before timing it (slow)
   std::string llm_grid = "default";  // quick | default | full (the llm section)
+  std::string llm_ns;                // --llm-n: the grid's N values to run ("" = all), e.g. "1,16,512"
+  std::string llm_shapes;            // --llm-shapes: the grid's M x K to run ("" = all), e.g. "4096x4096"
 };
 
 // ---- the LLM section (--sections=llm) ------------------------------------------------------
@@ -103,11 +109,30 @@ std::vector<std::pair<int64_t, int64_t>> llm_shapes(LlmGrid g);
 //            V=4, V=2 at L8-R8 for 4096x4096 only
 //   full:    6 shapes x 11 N x 3 s x V 8, 4, 2 x L8-R8, L4-R8, L4-R4
 std::vector<LlmProblem> llm_problems(LlmGrid g);
-// The grid's problems that the config keeps (--filter, --v).
+// The N values of the grid, in run order.
+std::vector<int64_t> llm_ns(LlmGrid g);
+// The grid's problems that the config keeps (--filter, --v, --llm-n, --llm-shapes).
 struct BenchConfig;
 std::vector<LlmProblem> llm_problems(const BenchConfig &c);
 // The distinct (M, K, N) of the grid: the dense contenders run once each.
 std::vector<std::array<int64_t, 3>> llm_dense_problems(LlmGrid g);
+// Those the config's problems of ours have (--filter, --v, --llm-n, --llm-shapes): no dense
+// contender runs where no problem of ours would be compared with it.
+std::vector<std::array<int64_t, 3>> llm_dense_problems(const BenchConfig &c);
+// The config's weight shapes (--llm-shapes), in the grid's run order.
+std::vector<std::pair<int64_t, int64_t>> llm_shapes(const BenchConfig &c);
+// --llm-n=1,16,512 against the grid: each value an integer among the grid's N, at least one;
+// the error names the flag, the bad value and the grid's N.
+llvm::Expected<std::vector<int64_t>> parse_llm_ns(llvm::StringRef text, LlmGrid g);
+// --llm-shapes=4096x4096,11008x4096 (M x K) against the grid's shapes, the same way.
+llvm::Expected<std::vector<std::pair<int64_t, int64_t>>> parse_llm_shapes(llvm::StringRef text, LlmGrid g);
+
+// Whether a cuBLASLt configuration of the dense contender ("cuBLASLt A row, B row, C row (NN,
+// ...), heuristic 2/8 (...)") has our API's storage: B K x N row-major and C M x N row-major.
+bool has_api_storage(const std::string &dense_config);
+// The fastest of `timed` (configuration, ms) with our API's storage; nullopt when none ran.
+std::optional<std::pair<std::string, double>> best_with_api_storage(
+    const std::vector<std::pair<std::string, double>> &timed);
 
 // Peaks the LLM section reports against, in one place.
 // int8 dense tensor-core peak of the H100 SXM: 1,979 TOPS (NVIDIA H100 Tensor Core GPU
@@ -166,6 +191,11 @@ struct BenchConfig {
   // (empty: all of the grid's).
   std::vector<std::string> llm_precisions;
   std::vector<int> llm_vs;
+  // ... and N and weight shapes, from --llm-n and --llm-shapes (empty: all of the grid's).
+  std::vector<int64_t> llm_ns;
+  std::vector<std::pair<int64_t, int64_t>> llm_shapes;
+  // Whether any of the four narrowed the grid (the summary says "of the grid's").
+  bool llm_filtered() const { return !llm_precisions.empty() || !llm_vs.empty() || !llm_ns.empty() || !llm_shapes.empty(); }
   bool vendors = true;
   int repeat = 20, warmup = 10;
   bool flush_l2 = false;

@@ -313,9 +313,19 @@ class Suite {
   // the sparse kernel itself. Today the dispatch always answers with the sparse kernel, so
   // both rows are one measurement; when it can answer "run dense", time that route here for
   // kOurs and keep the sparse kernel's row as it is.
-  void llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b);
-  // The sparse kernel through the dispatch and the pipeline, checked on its first run.
-  void llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b);
+  // `lhs` holds A's device copies for every N of the shape (packed once per packing).
+  void llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                const std::shared_ptr<SpmmLhsCache> &lhs);
+  // The sparse kernel through the dispatch and the pipeline, checked on its first run; the
+  // pipeline, for the dense route on the same operands (its checked references kept), or
+  // null where the kernel's row is an error.
+  std::unique_ptr<Pipeline> llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                                       const std::shared_ptr<SpmmLhsCache> &lhs);
+  // Where the llm section's wall time went (seconds), logged at its end.
+  struct LlmWall {
+    double inputs = 0, dense_contenders = 0, sparse = 0, dense_route = 0;
+    int64_t packs = 0, problems = 0;
+  } llm_wall_;
 
   int64_t vendor_count() const { return cfg_.vendors ? int64_t(vendor_contenders().size()) : 0; }
   CUstream stream() const { return stream_.get(); }
@@ -656,7 +666,7 @@ int64_t Suite::tasks() const {
 
 int64_t Suite::llm_tasks() const {
   return int64_t(llm_problems(cfg_).size()) +
-         (cfg_.vendors ? 3 * int64_t(llm_dense_problems(cfg_.llm_grid).size()) : 0);
+         (cfg_.vendors ? 3 * int64_t(llm_dense_problems(cfg_).size()) : 0);
 }
 
 bool Suite::sddmm_runs(int v, double s) const {
@@ -809,11 +819,37 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
     row.sparsity = c.sparsity;
     row.nnz_vectors = c.nnz;
     row.bytes = c.bytes;
-    guarded(row, [&](ResultRow &r) { record_measurement(r, c.run(), n); });
+    const bool lt_s8 = std::string(c.contender) == kCublasLtS8;
+    std::optional<std::pair<std::string, double>> api;  // the best of them with our API's storage
+    bool measured = false;
+    guarded(row, [&](ResultRow &r) {
+      auto got = c.run();
+      if (got && got->supported && lt_s8) api = best_with_api_storage(got->timed);
+      measured = got && got->supported;
+      record_measurement(r, std::move(got), n);
+    });
+    if (!lt_s8) continue;
+    // The same configurations restricted to B K x N row-major and C M x N row-major: no run of
+    // its own, so that both comparisons see the same medians.
+    ResultRow api_row = row;
+    api_row.contender = kCublasLtS8ApiStorage;
+    if (api) {
+      api_row.status = "ok";
+      api_row.ms = api->second;
+      api_row.tops = effective_tops(api_row.nnz_vectors, api_row.v, n, api_row.ms);
+      api_row.config = one_line(api->first, 200);
+    } else {
+      api_row.status = measured ? "unsupported" : "error";
+      api_row.note = measured ? "no configuration with B K x N row-major and C M x N row-major ran"
+                              : "the cuBLASLt s8 contender did not run (its row says why)";
+    }
+    add(std::move(api_row));
   }
 }
 
-void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b) {
+std::unique_ptr<Pipeline> Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                                            const std::shared_ptr<SpmmLhsCache> &lhs) {
+  std::unique_ptr<Pipeline> kept;
   ResultRow row = llm_base_row(pb.m, pb.k, pb.n);
   row.matrix = fmt::format("llm-M{}-K{}-s{}", pb.m, pb.k, sp_str(pb.sparsity));
   row.contender = kOursSparse;
@@ -831,11 +867,12 @@ void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::v
     if (!plan) return fail(plan.takeError(), "plan");
     r.out = out_name(plan->spec.out);
     r.config = to_string(plan->spec);
-    auto pipe = Pipeline::spmm(plan->spec, a, std::vector<int64_t>(b), pb.n);
+    auto pipe = Pipeline::spmm(plan->spec, a, std::vector<int64_t>(b), pb.n, lhs);
     if (auto e = measure_kernel(r, *pipe, *plan, how, kLlmCheckBudget, llm_timing(pb.n))) {
       r.status = "error", r.note = msg(std::move(e));
       return;
     }
+    kept = std::move(pipe);
     r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
     SparseTraffic t;
     t.slots = padded_slots(a.block_ptr, plan->k_stride);
@@ -853,10 +890,20 @@ void Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::v
     r.config += fmt::format(" [moves {:.0f} bytes]", r.bytes);
     r.status = "ok";
   });
+  return out_.rows.back().status == "ok" ? std::move(kept) : nullptr;
 }
 
-void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b) {
-  llm_sparse(pb, a, b);
+void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                     const std::shared_ptr<SpmmLhsCache> &lhs) {
+  auto t0 = Clock::now();
+  std::unique_ptr<Pipeline> sparse_pipe = llm_sparse(pb, a, b, lhs);
+  llm_wall_.sparse += ms_since(t0) / 1e3;
+  t0 = Clock::now();
+  struct Tally {
+    double &into;
+    Clock::time_point t0;
+    ~Tally() { into += ms_since(t0) / 1e3; }
+  } tally{llm_wall_.dense_route, t0};
   ResultRow sparse = out_.rows.back();
   // The route the dispatch takes with the dense route allowed, as `magicube run` does: the
   // sparse kernel measured above, or the dense int8 GEMM where the policy's model says so.
@@ -882,7 +929,10 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
       r.note = std::string(stage) + ": " + msg(std::move(e));
     };
     r.out = out_name(d->plan.spec.out);
-    auto pipe = Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n);
+    // The sparse kernel's pipeline when it ran (the same A and B: A's dense copy shared through
+    // `lhs`, the checked row-blocks' references kept), else one of its own.
+    std::unique_ptr<Pipeline> pipe =
+        sparse_pipe ? std::move(sparse_pipe) : Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n, lhs);
     if (auto e = pipe->prepare_dense(ctx_)) return fail(std::move(e), "dense route");
     if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
     if (auto e = pipe->launch_dense(stream())) return fail(std::move(e), "launch");
@@ -903,18 +953,20 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
 }
 
 void Suite::llm() {
-  const LlmGrid grid = cfg_.llm_grid;
   const std::vector<LlmProblem> problems = llm_problems(cfg_);
-  for (auto [m, k] : llm_shapes(grid)) {
+  for (auto [m, k] : llm_shapes(cfg_)) {
     bool with_2_4 = std::any_of(problems.begin(), problems.end(), [&](const LlmProblem &p) {
       return p.m == m && p.k == k && std::abs(p.sparsity - 0.5) < 1e-9;
     });
+    auto t0 = Clock::now();
     if (cfg_.vendors)
-      for (const auto &d : llm_dense_problems(grid))
+      for (const auto &d : llm_dense_problems(cfg_))
         if (d[0] == m && d[1] == k) llm_dense(m, k, d[2], with_2_4);
-    // Host operands reused across N: one pattern per (V, sparsity) with the values of each
-    // lhs type, and one B per (N, rhs type).
+    llm_wall_.dense_contenders += ms_since(t0) / 1e3;
+    // Operands reused across N: one pattern per (V, sparsity) with the values of each lhs type
+    // (on the device: each packing of it, and its dense copy, once), and one B per (N, rhs type).
     std::map<std::string, VectorSparse> mats;
+    std::map<std::string, std::shared_ptr<SpmmLhsCache>> lhs_caches;
     std::map<std::string, std::vector<int64_t>> bs;
     int64_t cur_n = -1;
     for (const LlmProblem &p : problems) {
@@ -923,21 +975,33 @@ void Suite::llm() {
       const std::string shape = fmt::format("llm-M{}-K{}", m, k);
       progress_.step("llm", fmt::format("{}x{} N={} V={} s={} {}", m, k, p.n, p.v, sp_str(p.sparsity), p.precision.name));
       const std::string mk = fmt::format("{}|{}|{}", p.v, sp_str(p.sparsity), p.precision.lhs.str());
+      t0 = Clock::now();
       auto it = mats.find(mk);
       if (it == mats.end()) {
         const uint64_t pat_seed = seeded(mix(hash64(shape + "-s" + sp_str(p.sparsity)), uint64_t(p.v)));
         VectorSparse a = uniform_pattern(m, k, p.v, p.sparsity, pat_seed);
         fill_values(a, p.precision.lhs, mix(pat_seed, hash64(p.precision.lhs.str())));
         it = mats.emplace(mk, std::move(a)).first;
+        lhs_caches[mk] = std::make_shared<SpmmLhsCache>();
       }
       const std::string bk = p.precision.rhs.str();
       auto bi = bs.find(bk);
       if (bi == bs.end())
         bi = bs.emplace(bk, random_dense(k * p.n, p.precision.rhs, seeded(mix(hash64(shape + bk), uint64_t(p.n)))))
                  .first;
-      llm_ours(p, it->second, bi->second);
+      llm_wall_.inputs += ms_since(t0) / 1e3;
+      llm_ours(p, it->second, bi->second, lhs_caches[mk]);
+      ++llm_wall_.problems;
     }
+    for (const auto &[key, cache] : lhs_caches) llm_wall_.packs += cache->packs;
   }
+  const LlmWall &w = llm_wall_;
+  const std::string line = fmt::format(
+      "llm section: {} problems of ours; wall time: inputs {:.1f} s, dense contenders {:.1f} s, our sparse kernel "
+      "(plan, {} packings, check, timing) {:.1f} s, our dense route (densify, select, check, timing) {:.1f} s",
+      w.problems, w.inputs, w.dense_contenders, w.packs, w.sparse, w.dense_route);
+  log().info("{}", line);
+  progress_.message(line);
 }
 
 // ---- JIT costs ------------------------------------------------------------------------------
@@ -1404,8 +1468,8 @@ llvm::Expected<BenchOutput> run_bench(const BenchConfig &cfg, const std::string 
     auto probs = llm_problems(cfg);
     out.info.llm = fmt::format("--llm-grid={}: {} problems of ours{} on {} weight shapes, {} dense (M, K, N)",
                                to_string(cfg.llm_grid), probs.size(),
-                               cfg.llm_precisions.empty() && cfg.llm_vs.empty() ? "" : " (of the grid's, by --filter/--v)",
-                               llm_shapes(cfg.llm_grid).size(), llm_dense_problems(cfg.llm_grid).size());
+                               cfg.llm_filtered() ? " (of the grid's, by --filter/--v/--llm-n/--llm-shapes)" : "",
+                               llm_shapes(cfg).size(), llm_dense_problems(cfg).size());
   }
 
   // DLMC first: its file count sets the progress total.

@@ -16,6 +16,7 @@
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
 #include "runtime/dispatch.h"
+#include "support/log.h"
 
 namespace magicube {
 
@@ -251,8 +252,9 @@ namespace {
 struct DenseState {
   int64_t m = 0, k = 0, n = 0;  // the constructor's matrix and N (0: none given)
   // The dense route's cuBLASLt plans by GEMM shape (rows and columns of the row-major result,
-  // K): C (m x n) and C^T (n x m, the operands swapped). Created by load() (timed) or on first
-  // use (the heuristic's first algorithm); at most kMaxDensePlans, load()'s kept.
+  // K): C (m x n) and C^T (n x m, the operands swapped). Created by load() (timed on scratch
+  // buffers) or on first use with a shape (timed once on that run's buffers, unless its stream
+  // is being captured into a graph); at most kMaxDensePlans, load()'s kept.
   std::mutex dense_mu;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const DenseGemm>> gemms;
   bool dense_loaded = false;
@@ -267,12 +269,38 @@ std::string dense_k_refusal(int64_t k) {
   return "K=" + std::to_string(k) + " is not a positive multiple of 4 (cuBLASLt's int8 kernels need it)";
 }
 
-// The dense GEMM plan for a row-major result of rows x cols (reduction k), created now with
-// the heuristic's first algorithm where load() did not time one. Call with st.dense_mu held.
-std::shared_ptr<const DenseGemm> dense_gemm_locked(DenseState &st, int64_t rows, int64_t cols, int64_t k) {
+// The buffers a new plan is timed on (the run's own: its output is written right after).
+struct DenseRunBuffers {
+  const Context *ctx = nullptr;
+  CUdeviceptr a = 0, bt = 0, c = 0, workspace = 0;
+  CUstream stream = nullptr;
+};
+
+// Times a new plan's algorithms (every form, cold L2) on the run's buffers, as load() does on
+// scratch ones: the torch ops' forced dense ops have no matrix at construction, so every shape
+// they see is new. Not while the stream is being captured (timing synchronizes): the heuristic's
+// first algorithm then, logged. A failure to time (e.g. no memory for the L2 flush buffer)
+// keeps the heuristic's first too, with a warning: the result is the same, only slower.
+void time_new_plan(DenseGemm &g, const DenseRunBuffers &run) {
+  auto capturing = stream_is_capturing(run.stream);
+  if (!capturing || *capturing) {
+    std::string why = capturing ? "the stream is being captured" : llvm::toString(capturing.takeError());
+    log().debug("dense route: M={} N={} K={}: the heuristic's first algorithm, untimed ({})", g.m(), g.n(), g.k(), why);
+    return;
+  }
+  if (auto e = g.select(*run.ctx, run.a, run.bt, run.c, run.workspace, run.stream))
+    log().warn("dense route: M={} N={} K={}: timing cuBLASLt's algorithms failed, the heuristic's first runs: {}", g.m(),
+               g.n(), g.k(), llvm::toString(std::move(e)));
+}
+
+// The dense GEMM plan for a row-major result of rows x cols (reduction k), created now and
+// timed on `run`'s buffers where load() did not make one. Call with st.dense_mu held.
+std::shared_ptr<const DenseGemm> dense_gemm_locked(DenseState &st, int64_t rows, int64_t cols, int64_t k,
+                                                   const DenseRunBuffers &run) {
   auto key = std::make_tuple(rows, cols, k);
   if (auto it = st.gemms.find(key); it != st.gemms.end()) return it->second;
   std::unique_ptr<DenseGemm> g = take(DenseGemm::create(rows, cols, k), Error::Kind::Invalid);
+  time_new_plan(*g, run);
   // Bounded: a server that sees many N keeps at most kMaxDensePlans, dropping one that is not
   // the constructor's shape (a run in flight keeps its plan through its shared_ptr).
   if (st.gemms.size() >= kMaxDensePlans)
@@ -509,10 +537,12 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
   load_dense(st, st);  // once: the plans of the constructor's shape, timed (as load() does)
   std::shared_ptr<const DenseGemm> g;
   {
+    // C^T (n x m) = Bt (n x k) x A^T: the same GEMM with the operands swapped.
+    DenseRunBuffers run{&primary_context(st.options.device), c_transposed ? bt : a_dense, c_transposed ? a_dense : bt, c,
+                        workspace, stream};
     std::lock_guard<std::mutex> lock(st.dense_mu);
-    g = c_transposed ? dense_gemm_locked(st, n, m, k) : dense_gemm_locked(st, m, n, k);
+    g = c_transposed ? dense_gemm_locked(st, n, m, k, run) : dense_gemm_locked(st, m, n, k, run);
   }
-  // C^T (n x m) = Bt (n x k) x A^T: the same GEMM with the operands swapped.
   check(c_transposed ? g->run(bt, a_dense, c, workspace, stream) : g->run(a_dense, bt, c, workspace, stream),
         Error::Kind::Invalid);
 }

@@ -25,7 +25,7 @@ namespace {
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)         \
   X(cuMemsetD8) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)          \
   X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)               \
-  X(cuEventSynchronize)                                                                                     \
+  X(cuEventSynchronize) X(cuStreamIsCapturing)                                                              \
   X(cuEventElapsedTime)
 
 #define MAGICUBE_STR2(x) #x
@@ -407,6 +407,13 @@ llvm::Expected<int> static_shared_bytes(CUfunction function) {
   if (auto e = CU_CTX("SHARED_SIZE_BYTES", cuFuncGetAttribute, &bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
     return std::move(e);
   return bytes;
+}
+
+llvm::Expected<bool> stream_is_capturing(CUstream stream) {
+  if (auto e = require_driver()) return std::move(e);
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (auto e = CU_CTX("stream", cuStreamIsCapturing, stream, &st)) return std::move(e);
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 llvm::Error raise_shared_limit(CUfunction function, int bytes) {

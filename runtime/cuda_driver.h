@@ -185,6 +185,9 @@ struct Dim3 {
 // raise_shared_limit). Asynchronous: errors of the kernel itself show at the next sync.
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
                    void **args, bool limit_raised = false);
+// Whether `stream` is being captured into a CUDA graph (cuStreamIsCapturing): no
+// synchronization, allocation or timing may happen on it then.
+llvm::Expected<bool> stream_is_capturing(CUstream stream);
 // The static shared memory of `function` (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).
 llvm::Expected<int> static_shared_bytes(CUfunction function);
 // Lets `function` use up to `bytes` of dynamic shared memory (cuFuncSetAttribute); static

@@ -23,7 +23,8 @@ llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::i
 #define MAGICUBE_LT_FUNCTIONS(X)                                                                            \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetStatusName)                       \
   X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                \
-  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate)            \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                  \
+  X(cublasLtMatmulPreferenceCreate)            \
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) \
   X(cublasLtMatmul) X(cublasLtMatmulAlgoConfigGetAttribute)
 
@@ -86,21 +87,47 @@ std::string status(const char *call, cublasStatus_t st) {
 std::string dense_library_unavailable() { return lt().reason; }
 std::string dense_library_version() { return lt().reason.empty() ? fmt::format("cuBLASLt {}", lt().version) : ""; }
 
+const char *dense_form_name(DenseForm f) {
+  switch (f) {
+    case DenseForm::TransposedC: return "TN (C^T = Bt^T A^T)";
+    case DenseForm::RowOrderC: return "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)";
+    case DenseForm::RowOrderAll: return "NT in row order (C = A Bt^T, A, Bt and C CUBLASLT_ORDER_ROW)";
+  }
+  return "?";
+}
+
+namespace {
+// One formulation: its descriptor and layouts, and which of our operands is BLAS A.
+struct Form {
+  DenseForm form = DenseForm::TransposedC;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  bool a_is_bt = true;  // BLAS A is Bt (C^T = Bt^T A^T), else our A (C = A^T^T Bt)
+};
+struct Candidate {
+  int form = 0;  // index into Impl::forms
+  cublasLtMatmulHeuristicResult_t heur{};
+  int rank = 0, of = 0;  // the heuristic's order within its form
+};
+}  // namespace
+
 struct DenseGemm::Impl {
   cublasLtHandle_t handle = nullptr;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;  // BLAS A = Bt, BLAS B = A, C^T
-  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  std::vector<Form> forms;
+  std::vector<Candidate> algos;  // every form's, the first form's first
+  std::vector<std::string> refused;  // forms cuBLASLt offered nothing for, with why
   int chosen = 0;
   bool timed = false;
 
   ~Impl() {
     const LtApi &a = lt();
     if (!a.reason.empty()) return;
-    if (la) a.cublasLtMatrixLayoutDestroy(la);
-    if (lb) a.cublasLtMatrixLayoutDestroy(lb);
-    if (lc) a.cublasLtMatrixLayoutDestroy(lc);
-    if (desc) a.cublasLtMatmulDescDestroy(desc);
+    for (Form &f : forms) {
+      if (f.la) a.cublasLtMatrixLayoutDestroy(f.la);
+      if (f.lb) a.cublasLtMatrixLayoutDestroy(f.lb);
+      if (f.lc) a.cublasLtMatrixLayoutDestroy(f.lc);
+      if (f.desc) a.cublasLtMatmulDescDestroy(f.desc);
+    }
     if (handle) a.cublasLtDestroy(handle);
   }
 };
@@ -109,54 +136,125 @@ DenseGemm::~DenseGemm() = default;
 
 int DenseGemm::algorithms() const { return int(impl_->algos.size()); }
 
-llvm::Expected<std::unique_ptr<DenseGemm>> DenseGemm::create(int64_t m, int64_t n, int64_t k, size_t workspace_bytes) {
+DenseForm DenseGemm::form() const {
+  const Impl &d = *impl_;
+  return d.forms[size_t(d.algos[size_t(d.chosen)].form)].form;
+}
+
+namespace {
+// The descriptor and layouts of `f` for C (m x n, row-major int32) = A (m x k row-major) x Bt^T
+// (Bt n x k row-major), both int8. Every form is cuBLASLt's "TN" int8 (IMMA) shape in memory:
+// K the leading dimension of both inputs.
+llvm::Error make_form(DenseForm kind, int64_t m, int64_t n, int64_t k, Form &f) {
+  const LtApi &a = lt();
+  f.form = kind;
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescCreate(&f.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
+  const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+  const bool all_rows = kind == DenseForm::RowOrderAll;  // the same TN in row-order terms: op_N(A) op_T(Bt)
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(f.desc, CUBLASLT_MATMUL_DESC_TRANSA, all_rows ? &nn : &t, sizeof(t)),
+                  "cublasLtMatmulDescSetAttribute(TRANSA)");
+  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(f.desc, CUBLASLT_MATMUL_DESC_TRANSB, all_rows ? &t : &nn, sizeof(nn)),
+                  "cublasLtMatmulDescSetAttribute(TRANSB)");
+  const cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
+  if (all_rows) {
+    // C (m x n, row order, ld n) = A (m x k, row order, ld k) x op_T(Bt (n x k, row order, ld k)).
+    f.a_is_bt = false;
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.la, CUDA_R_8I, uint64_t(m), uint64_t(k), k), "cublasLtMatrixLayoutCreate(A)");
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lb, CUDA_R_8I, uint64_t(n), uint64_t(k), k), "cublasLtMatrixLayoutCreate(Bt)");
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lc, CUDA_R_32I, uint64_t(m), uint64_t(n), n), "cublasLtMatrixLayoutCreate(C)");
+    for (cublasLtMatrixLayout_t l : {f.la, f.lb, f.lc})
+      MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row)),
+                      "cublasLtMatrixLayoutSetAttribute(ORDER_ROW)");
+    return llvm::Error::success();
+  }
+  if (kind == DenseForm::TransposedC) {
+    // C^T (n x m col-major, ld n) = op_T(Bt stored k x n col-major, ld k) x (A stored k x m col-major, ld k).
+    f.a_is_bt = true;
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.la, CUDA_R_8I, uint64_t(k), uint64_t(n), k), "cublasLtMatrixLayoutCreate(Bt)");
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lb, CUDA_R_8I, uint64_t(k), uint64_t(m), k), "cublasLtMatrixLayoutCreate(A)");
+    MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lc, CUDA_R_32I, uint64_t(n), uint64_t(m), n), "cublasLtMatrixLayoutCreate(C^T)");
+    return llvm::Error::success();
+  }
+  // C (m x n, row order, ld n) = op_T(A stored k x m col-major, ld k) x (Bt stored k x n col-major, ld k):
+  // the GEMM's M is ours (the weight's rows), as in the bench's "A row, B col, C col (TN)",
+  // with C written row-major in place.
+  f.a_is_bt = false;
+  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.la, CUDA_R_8I, uint64_t(k), uint64_t(m), k), "cublasLtMatrixLayoutCreate(A)");
+  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lb, CUDA_R_8I, uint64_t(k), uint64_t(n), k), "cublasLtMatrixLayoutCreate(Bt)");
+  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&f.lc, CUDA_R_32I, uint64_t(m), uint64_t(n), n), "cublasLtMatrixLayoutCreate(C)");
+  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutSetAttribute(f.lc, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row)),
+                  "cublasLtMatrixLayoutSetAttribute(C, ORDER_ROW)");
+  return llvm::Error::success();
+}
+}  // namespace
+
+llvm::Expected<std::unique_ptr<DenseGemm>> DenseGemm::create(int64_t m, int64_t n, int64_t k, size_t workspace_bytes,
+                                                              unsigned forms) {
   const LtApi &a = lt();
   if (!a.reason.empty()) return err("dense route unavailable: " + a.reason);
   if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
     return err(fmt::format("dense route: M={} N={} K={} is outside 1..2^31-1", m, n, k));
+  if ((forms & kAllForms) == 0 || (forms & ~kAllForms) != 0)
+    return err(fmt::format("dense route: forms mask {:#x} names no form (allowed: bits of {:#x})", forms, kAllForms));
   std::unique_ptr<DenseGemm> g(new DenseGemm());
   g->impl_ = std::make_unique<Impl>();
   g->m_ = m, g->n_ = n, g->k_ = k, g->workspace_ = workspace_bytes;
   Impl &d = *g->impl_;
   MAGICUBE_LT_TRY(a.cublasLtCreate(&d.handle), "cublasLtCreate");
-  MAGICUBE_LT_TRY(a.cublasLtMatmulDescCreate(&d.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
-  const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)),
-                  "cublasLtMatmulDescSetAttribute(TRANSA)");
-  MAGICUBE_LT_TRY(a.cublasLtMatmulDescSetAttribute(d.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn)),
-                  "cublasLtMatmulDescSetAttribute(TRANSB)");
-  // C^T (n x m, ld n) = op_T(Bt stored K x n col-major, ld k) x (A stored K x m col-major, ld k).
-  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&d.la, CUDA_R_8I, uint64_t(k), uint64_t(n), k), "cublasLtMatrixLayoutCreate(Bt)");
-  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&d.lb, CUDA_R_8I, uint64_t(k), uint64_t(m), k), "cublasLtMatrixLayoutCreate(A)");
-  MAGICUBE_LT_TRY(a.cublasLtMatrixLayoutCreate(&d.lc, CUDA_R_32I, uint64_t(n), uint64_t(m), n), "cublasLtMatrixLayoutCreate(C)");
   cublasLtMatmulPreference_t pref = nullptr;
   MAGICUBE_LT_TRY(a.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   uint64_t ws = workspace_bytes;
-  cublasStatus_t st = a.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-  std::vector<cublasLtMatmulHeuristicResult_t> heur(8);
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = a.cublasLtMatmulAlgoGetHeuristic(d.handle, d.desc, d.la, d.lb, d.lc, d.lc, pref, int(heur.size()), heur.data(),
-                                          &found);
+  cublasStatus_t pst = a.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  if (pst != CUBLAS_STATUS_SUCCESS) {
+    a.cublasLtMatmulPreferenceDestroy(pref);
+    return err("dense route: " + status("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", pst));
+  }
+  for (DenseForm kind : {DenseForm::TransposedC, DenseForm::RowOrderC, DenseForm::RowOrderAll}) {
+    if (!(forms & form_bit(kind))) continue;
+    d.forms.emplace_back();
+    if (auto e = make_form(kind, m, n, k, d.forms.back())) {
+      a.cublasLtMatmulPreferenceDestroy(pref);
+      return e;
+    }
+    const Form &f = d.forms.back();
+    std::vector<cublasLtMatmulHeuristicResult_t> heur(8);
+    int found = 0;
+    cublasStatus_t st = a.cublasLtMatmulAlgoGetHeuristic(d.handle, f.desc, f.la, f.lb, f.lc, f.lc, pref, int(heur.size()),
+                                                         heur.data(), &found);
+    int usable = 0;
+    for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+      if (heur[size_t(i)].state == CUBLAS_STATUS_SUCCESS) ++usable;
+    if (usable == 0) {
+      // A form cuBLASLt does not take here (e.g. no row-ordered int32 C for these kernels) is
+      // left out; the others remain.
+      std::string why = st != CUBLAS_STATUS_SUCCESS ? status("cublasLtMatmulAlgoGetHeuristic", st) : "no algorithm";
+      log().debug("dense route: M={} N={} K={}: form {} refused: {}", m, n, k, dense_form_name(kind), why);
+      d.refused.push_back(fmt::format("{}: {}", dense_form_name(kind), why));
+      continue;
+    }
+    for (int i = 0, rank = 0; i < found; ++i)
+      if (heur[size_t(i)].state == CUBLAS_STATUS_SUCCESS)
+        d.algos.push_back(Candidate{int(d.forms.size() - 1), heur[size_t(i)], ++rank, usable});
+  }
   a.cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS)
-    return err(fmt::format("dense route: no int8 algorithm for M={} N={} K={}: {}", m, n, k,
-                           status("cublasLtMatmulAlgoGetHeuristic", st)));
-  for (int i = 0; i < found; ++i)
-    if (heur[size_t(i)].state == CUBLAS_STATUS_SUCCESS) d.algos.push_back(heur[size_t(i)]);
-  if (d.algos.empty())
+  if (d.algos.empty()) {
+    std::string why;
+    for (const std::string &r : d.refused) why += (why.empty() ? "" : "; ") + r;
     return err(fmt::format("dense route: cuBLASLt offers no int8 algorithm for M={} N={} K={} (K and N must be "
-                           "multiples of 4 for its int8 kernels)", m, n, k));
+                           "multiples of 4 for its int8 kernels): {}", m, n, k, why));
+  }
   return g;
 }
 
 llvm::Error DenseGemm::run(CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace, CUstream stream) const {
   const Impl &d = *impl_;
   const int32_t one = 1, zero = 0;
-  const cublasLtMatmulHeuristicResult_t &h = d.algos[size_t(d.chosen)];
-  MAGICUBE_LT_TRY(lt().cublasLtMatmul(d.handle, d.desc, &one, reinterpret_cast<const void *>(bt), d.la,
-                                      reinterpret_cast<const void *>(a), d.lb, &zero, reinterpret_cast<void *>(c), d.lc,
-                                      reinterpret_cast<void *>(c), d.lc, &h.algo, reinterpret_cast<void *>(workspace),
+  const Candidate &cand = d.algos[size_t(d.chosen)];
+  const Form &f = d.forms[size_t(cand.form)];
+  const CUdeviceptr blas_a = f.a_is_bt ? bt : a, blas_b = f.a_is_bt ? a : bt;
+  MAGICUBE_LT_TRY(lt().cublasLtMatmul(d.handle, f.desc, &one, reinterpret_cast<const void *>(blas_a), f.la,
+                                      reinterpret_cast<const void *>(blas_b), f.lb, &zero, reinterpret_cast<void *>(c), f.lc,
+                                      reinterpret_cast<void *>(c), f.lc, &cand.heur.algo, reinterpret_cast<void *>(workspace),
                                       workspace_,
                                       reinterpret_cast<cudaStream_t>(stream)),
                   "cublasLtMatmul");
@@ -220,11 +318,16 @@ std::string DenseGemm::describe() const {
   const Impl &d = *impl_;
   int algo_id = -1, tile = -1;
   size_t written = 0;
-  const cublasLtMatmulAlgo_t &algo = d.algos[size_t(d.chosen)].algo;
+  const Candidate &cand = d.algos[size_t(d.chosen)];
+  const cublasLtMatmulAlgo_t &algo = cand.heur.algo;
   lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof(algo_id), &written);
   lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written);
-  return fmt::format("cuBLASLt int8 TN (C^T = Bt^T A^T), algo id {} tile {}, heuristic {} of {}{}", algo_id, tile,
-                     d.chosen + 1, d.algos.size(), d.timed ? " (fastest with a cold L2)" : "");
+  std::string s = fmt::format("cuBLASLt int8 {}, algo id {} tile {}, heuristic {} of {}", dense_form_name(form()),
+                              algo_id, tile, cand.rank, cand.of);
+  if (d.timed)
+    s += fmt::format(" (fastest with a cold L2 of {} over {} form{})", d.algos.size(), d.forms.size() - d.refused.size(),
+                     d.forms.size() - d.refused.size() == 1 ? "" : "s");
+  return s;
 }
 
 }  // namespace magicube

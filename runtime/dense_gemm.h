@@ -7,9 +7,18 @@
 // library and the CLI start, plan and run sparse kernels on machines without cuBLAS, and the
 // dispatch reports "dense route unavailable: <why>" there instead of choosing it.
 //
-// As cuBLASLt computes it, C^T (N x M, column-major) = Bt (K x N, column-major)^T x A^T
-// (K x M column-major): the "TN" int8 form its IMMA kernels take, with A and Bt read as they
-// are stored. The algorithm is the fastest of the heuristic's top few, timed once on the
+// cuBLASLt's int8 (IMMA) kernels take the "TN" form: BLAS A transposed, K the leading
+// dimension of both inputs, which A and Bt as stored are. Two formulations give our C from
+// them without any extra pass (DenseForm):
+//   - TransposedC: C^T (N x M, column-major) = Bt (K x N, column-major)^T x A^T (K x M
+//     column-major): the GEMM's M is our N;
+//   - RowOrderC: C (M x N, CUBLASLT_ORDER_ROW) = A (K x M column-major)^T x Bt^T (K x N
+//     column-major): the GEMM's M is our M, as in the bench's winning "A row, B col, C col
+//     (TN)" at many decode shapes, with C written row-major (cuBLASLt may refuse the row
+//     order for an int32 C; the form is then left out, logged at debug level);
+//   - RowOrderAll: the same product described in row order throughout: A (M x K) and Bt
+//     (N x K, transposed) and C (M x N), all CUBLASLT_ORDER_ROW (the bench's "ORDER_ROW" API).
+// The algorithm is the fastest of the heuristic's top few of every form, timed once on the
 // caller's buffers (select()); run() afterwards only enqueues.
 #pragma once
 
@@ -32,13 +41,24 @@ std::string dense_library_unavailable();
 // "cuBLASLt 130001" as loaded, or "" when unavailable.
 std::string dense_library_version();
 
+// The formulations DenseGemm::create may try (bits of its `forms` mask: form_bit).
+enum class DenseForm { TransposedC = 0, RowOrderC = 1, RowOrderAll = 2 };
+constexpr unsigned form_bit(DenseForm f) { return 1u << unsigned(f); }
+// "TN (C^T = Bt^T A^T)" | "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)" | "NT in row order (...)"
+const char *dense_form_name(DenseForm f);
+
 class DenseGemm {
  public:
+  static constexpr unsigned kAllForms =
+      form_bit(DenseForm::TransposedC) | form_bit(DenseForm::RowOrderC) | form_bit(DenseForm::RowOrderAll);
+
   // A plan for C (m x n) = A (m x k) x B (k x n) with B stored as Bt (n x k); workspace
-  // `workspace_bytes` (cuBLASLt's scratch, owned by the caller). Refused when cuBLASLt is
-  // unavailable or offers no algorithm for the shape (named).
+  // `workspace_bytes` (cuBLASLt's scratch, owned by the caller); the heuristic's top 8 of each
+  // form in `forms` (a mask of form_bit; the tests name one at a time). Refused when cuBLASLt
+  // is unavailable, the mask names no form, or no form has an algorithm for the shape (named).
   static llvm::Expected<std::unique_ptr<DenseGemm>> create(int64_t m, int64_t n, int64_t k,
-                                                            size_t workspace_bytes = kDefaultWorkspace);
+                                                            size_t workspace_bytes = kDefaultWorkspace,
+                                                            unsigned forms = kAllForms);
   ~DenseGemm();
   DenseGemm(const DenseGemm &) = delete;
   DenseGemm &operator=(const DenseGemm &) = delete;
@@ -49,17 +69,19 @@ class DenseGemm {
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
   size_t workspace_bytes() const { return workspace_; }
-  int algorithms() const;  // heuristic results kept (select() picks among them)
+  int algorithms() const;  // heuristic results kept, over every form (select() picks among them)
+  DenseForm form() const;  // the chosen algorithm's form (before select(): TransposedC's first when offered)
 
-  // Times each kept algorithm (one warm-up, then `reps` runs each after an L2 flush, on
-  // `stream`, synchronizing; a scratch buffer of twice the L2 is allocated for the flush) on
-  // these buffers and keeps the fastest median. Optional: without it run() uses the
-  // heuristic's first.
+  // Times each kept algorithm of every form (one warm-up, then `reps` runs each after an L2
+  // flush, on `stream`, synchronizing; a scratch buffer of twice the L2 is allocated for the
+  // flush) on these buffers and keeps the fastest median. Optional: without it run() uses
+  // the first form's heuristic first.
   llvm::Error select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace,
-                     CUstream stream = nullptr, int reps = 3);
+                     CUstream stream = nullptr, int reps = 5);
   // Enqueues C = A x B on `stream`; no allocation, no synchronization.
   llvm::Error run(CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace, CUstream stream = nullptr) const;
-  // "cuBLASLt int8 TN (C^T = Bt^T A^T), algo id 39 tile 17, heuristic 3 of 8"
+  // "cuBLASLt int8 TN (C^T = Bt^T A^T), algo id 39 tile 17, heuristic 3 of 8", then after
+  // select() " (fastest with a cold L2 of 24 over 3 forms)"
   std::string describe() const;
 
  private:

@@ -207,8 +207,9 @@ class Spmm {
   // by timing the heuristic's best few once on scratch buffers with a cold L2 (this
   // allocates and synchronizes, like kernel loading; the first run does it otherwise); a
   // run with another shape (or on an op made without a matrix) creates its plan on first
-  // use with the heuristic's first algorithm (host work only: no device allocation, no
-  // synchronization).
+  // use and times it once on that run's buffers (an L2-flush buffer allocated, one
+  // synchronization; while the stream is being captured into a graph: the heuristic's first
+  // algorithm instead, host work only).
   void load() const;
   // Device workspace (bytes) a run of this op needs: cuBLASLt's on the dense route, 0 on the
   // sparse route.

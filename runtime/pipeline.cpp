@@ -74,8 +74,9 @@ VectorSparse block_slice(const VectorSparse &a, int64_t b0, int64_t b1) {
 
 class SpmmPipeline : public Pipeline {
  public:
-  SpmmPipeline(const OpSpec &spec, const VectorSparse &a, std::vector<int64_t> b, int64_t n)
-      : Pipeline(spec), a_(a), b_(std::move(b)), n_(n) {
+  SpmmPipeline(const OpSpec &spec, const VectorSparse &a, std::vector<int64_t> b, int64_t n,
+               std::shared_ptr<SpmmLhsCache> lhs)
+      : Pipeline(spec), a_(a), b_(std::move(b)), n_(n), lhs_(lhs ? std::move(lhs) : std::make_shared<SpmmLhsCache>()) {
     count_ = a.rows * n;
     epi_host_ = unit_epilogue(spec, a.rows, n);
   }
@@ -86,7 +87,8 @@ class SpmmPipeline : public Pipeline {
       for (int x : p.shuffle) lk += "s" + std::to_string(x);
     if (p.spec.resident) lk += " bank-balanced";
     if (p.launch.family == KernelFamily::SpmmDecode) lk += " 16-bit indices";
-    auto da = upload_once(lhs_, lk, [&]() -> llvm::Expected<DeviceLhs> {
+    auto da = upload_once(lhs_->packed, lk, [&]() -> llvm::Expected<DeviceLhs> {
+      ++lhs_->packs;
       auto layout = build_srbcrs(a_, p);
       if (!layout) return layout.takeError();
       auto packed = pack_lhs(*layout, p);
@@ -114,22 +116,25 @@ class SpmmPipeline : public Pipeline {
     if (!dense_) {
       auto g = DenseGemm::create(a_.rows, n_, a_.cols);
       if (!g) return g.takeError();
-      auto da = DeviceBuffer::from(dense_lhs_int8(a_));
-      if (!da) return da.takeError();
+      if (lhs_->dense.bytes() == 0) {
+        auto da = DeviceBuffer::from(dense_lhs_int8(a_));
+        if (!da) return da.takeError();
+        lhs_->dense = std::move(*da);
+      }
       auto db = DeviceBuffer::from(dense_rhs_t_int8(b_, a_.cols, n_));
       if (!db) return db.takeError();
       auto ws = DeviceBuffer::allocate((*g)->workspace_bytes());
       if (!ws) return ws.takeError();
       if (auto e = allocate_output()) return e;
-      if (auto e = (*g)->select(ctx, da->ptr(), db->ptr(), out_.ptr(), ws->ptr())) return e;
-      dense_a_ = std::move(*da), dense_bt_ = std::move(*db), dense_ws_ = std::move(*ws);
+      if (auto e = (*g)->select(ctx, lhs_->dense.ptr(), db->ptr(), out_.ptr(), ws->ptr())) return e;
+      dense_bt_ = std::move(*db), dense_ws_ = std::move(*ws);
       dense_ = std::move(*g);
     }
     return allocate_output();
   }
   llvm::Error launch_dense(CUstream stream) override {
     if (!dense_) return err("dense route: launch_dense before prepare_dense");
-    return dense_->run(dense_a_.ptr(), dense_bt_.ptr(), out_.ptr(), dense_ws_.ptr(), stream);
+    return dense_->run(lhs_->dense.ptr(), dense_bt_.ptr(), out_.ptr(), dense_ws_.ptr(), stream);
   }
   std::string dense_describe() const override { return dense_ ? dense_->describe() : ""; }
 
@@ -153,12 +158,12 @@ class SpmmPipeline : public Pipeline {
   const VectorSparse &a_;
   std::vector<int64_t> b_;
   int64_t n_;
-  std::map<std::string, DeviceLhs> lhs_;
+  std::shared_ptr<SpmmLhsCache> lhs_;
   std::map<std::string, DeviceRhs> rhs_;
   const DeviceLhs *cur_a_ = nullptr;
   const DeviceRhs *cur_b_ = nullptr;
   std::unique_ptr<DenseGemm> dense_;
-  DeviceBuffer dense_a_, dense_bt_, dense_ws_;
+  DeviceBuffer dense_bt_, dense_ws_;
 };
 
 class SddmmPipeline : public Pipeline {
@@ -234,8 +239,9 @@ class SddmmPipeline : public Pipeline {
 
 }  // namespace
 
-std::unique_ptr<Pipeline> Pipeline::spmm(const OpSpec &spec, const VectorSparse &a, std::vector<int64_t> b, int64_t n) {
-  return std::make_unique<SpmmPipeline>(spec, a, std::move(b), n);
+std::unique_ptr<Pipeline> Pipeline::spmm(const OpSpec &spec, const VectorSparse &a, std::vector<int64_t> b, int64_t n,
+                                         std::shared_ptr<SpmmLhsCache> lhs_cache) {
+  return std::make_unique<SpmmPipeline>(spec, a, std::move(b), n, std::move(lhs_cache));
 }
 
 std::unique_ptr<Pipeline> Pipeline::sddmm(const OpSpec &spec, const VectorSparse &mask, std::vector<int64_t> a,
@@ -293,13 +299,26 @@ llvm::Expected<Verification> Pipeline::verify(double budget) {
     blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
   }
   const bool floating = is_float(spec_.out);
+  // The checked row-blocks' references: kept from an earlier verify, cut from reference(), or
+  // computed now on the host's cores (and kept, for outputs of up to 32 M elements: 256 MiB of
+  // int64 at most; larger ones are computed per row-block as they are checked).
+  const bool keep = count_ <= (int64_t(1) << 25);
+  if (ref_.empty() && keep) {
+    std::vector<int64_t> missing;
+    for (int64_t b : blocks)
+      if (!block_refs_.count(b)) missing.push_back(b);
+    std::vector<std::vector<int64_t>> computed(missing.size());
+    parallel_for(missing.size(), [&](size_t i) { computed[i] = block_reference(missing[i]); });
+    for (size_t i = 0; i < missing.size(); ++i) block_refs_.emplace(missing[i], std::move(computed[i]));
+  }
   std::vector<Verification> part(blocks.size());
   parallel_for(blocks.size(), [&](size_t bi) {
     Verification &v = part[bi];
     const int64_t blk = blocks[bi];
-    const std::vector<int64_t> ref = ref_.empty() ? block_reference(blk)
-                                                  : std::vector<int64_t>(ref_.begin() + block_offset(blk),
-                                                                         ref_.begin() + block_offset(blk + 1));
+    std::vector<int64_t> own;  // cut from reference(), or computed here when not kept
+    if (!ref_.empty()) own.assign(ref_.begin() + block_offset(blk), ref_.begin() + block_offset(blk + 1));
+    else if (!keep) own = block_reference(blk);
+    const std::vector<int64_t> &ref = ref_.empty() && keep ? block_refs_.at(blk) : own;
     block_elements(blk, ref, [&](int64_t at, int64_t exact, int64_t row, int64_t col) {
       ++v.checked;
       const double x = floating ? dequantize(spec_, exact, epi_host_, row, col) : 0.0;

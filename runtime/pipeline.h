@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,10 +41,22 @@ struct Verification {
   bool exact() const { return differ == 0 && checked > 0; }
 };
 
+// Device copies of one A that SpMM pipelines of the same matrix share (the same weight at
+// several N, as the bench's llm section runs it): each packing of it (by what the packing
+// depends on: stride, chunks, B's shuffle, bank balance, index width) and its dense int8 copy
+// for the dense route. Share one only between pipelines of the same A, values included.
+struct SpmmLhsCache {
+  std::map<std::string, DeviceLhs> packed;
+  DeviceBuffer dense;  // dense_lhs_int8(A), uploaded by the first prepare_dense
+  int64_t packs = 0;   // packings made (host pack + upload), for the caller's accounting
+};
+
 class Pipeline {
  public:
-  // SpMM: C (M x N) = A (V x 1 vector-sparse, its values) x B (K x N row-major).
-  static std::unique_ptr<Pipeline> spmm(const OpSpec &spec, const VectorSparse &a, std::vector<int64_t> b, int64_t n);
+  // SpMM: C (M x N) = A (V x 1 vector-sparse, its values) x B (K x N row-major). `lhs_cache`:
+  // A's device copies shared with other pipelines of the same A (null: this pipeline's own).
+  static std::unique_ptr<Pipeline> spmm(const OpSpec &spec, const VectorSparse &a, std::vector<int64_t> b, int64_t n,
+                                        std::shared_ptr<SpmmLhsCache> lhs_cache = nullptr);
   // SDDMM: out = (A (M x K row-major) x B (K x N column-major)) at the mask's vectors, written
   // in `layout` order (SR-BCRS with `stride` vectors per stride).
   static std::unique_ptr<Pipeline> sddmm(const OpSpec &spec, const VectorSparse &mask, std::vector<int64_t> a,
@@ -81,6 +94,8 @@ class Pipeline {
   // of the checked row-blocks, the reference computed on the host's cores: every row-block,
   // or where that would take more than `budget` multiply-adds (0: no limit), a sample of
   // about that cost (the first, the last and evenly spaced ones).
+  // The references of the checked row-blocks are kept (outputs up to 32 M elements): a second
+  // verify of the same output (another route's, say) computes none again.
   llvm::Expected<Verification> verify(double budget = 0);
 
  protected:
@@ -105,6 +120,7 @@ class Pipeline {
   std::optional<DeviceEpilogue> epi_;
   DeviceBuffer out_;
   std::vector<int64_t> ref_;
+  std::map<int64_t, std::vector<int64_t>> block_refs_;  // verify's, by row-block
 };
 
 }  // namespace magicube

@@ -59,6 +59,8 @@ struct RouteEstimate {
   std::string str() const;  // "sparse ~12.3 us, dense ~40.1 us"
 };
 RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev);
+// The route the model's estimates pick: sparse only with a small margin (policy.cpp says why).
+Route route_by_model(const RouteEstimate &e);
 
 // The route for `plan` (the dispatch's sparse plan) on the matrix: dense where the dense route can
 // compute the op, its library loaded, and the model says it is faster; `why` says which and

@@ -63,9 +63,11 @@
  * and the rest as above (pack, workspace, run). A dense op's load (magicube_op_load, else its
  * first run) picks cuBLASLt's algorithm for the matrix's shape by timing the heuristic's best
  * few once: it allocates scratch memory and synchronizes the device, once, like kernel
- * loading. Runs with another N (or of an op planned without a matrix) use the heuristic's
- * first algorithm for that shape, chosen on the host. Runs afterwards only enqueue (no
- * allocation, no synchronization) and can be captured in a CUDA graph.
+ * loading. The first run with another N (or of an op planned without a matrix) times them
+ * the same way once on its own buffers (an L2-flush buffer allocated, one synchronization),
+ * unless its stream is being captured into a CUDA graph (then the heuristic's first
+ * algorithm, chosen on the host). Runs afterwards only enqueue (no allocation, no
+ * synchronization) and can be captured in a CUDA graph.
  */
 #ifndef MAGICUBE_MAGICUBE_H
 #define MAGICUBE_MAGICUBE_H

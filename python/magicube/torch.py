@@ -41,8 +41,8 @@ _ops, _ops_lock = {}, threading.Lock()
 
 def _op(spec, candidate, device, dense=False):
     """The op of a packed weight's spec on a device; `dense`: its header says the dense route
-    (a forced dense op: its cuBLASLt plans are made on first use with each shape, the
-    heuristic's first algorithm)."""
+    (a forced dense op: its cuBLASLt plan for each shape is made and timed once on the first
+    run with that shape, unless the stream is being captured into a CUDA graph)."""
     key = (spec, candidate, device, dense)
     with _ops_lock:
         op = _ops.get(key)

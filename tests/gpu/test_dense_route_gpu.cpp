@@ -85,3 +85,101 @@ TEST(DenseRouteGpu, RunDoesNotSynchronizeAndRepeatsExactly) {
   EXPECT_TRUE(v->exact());
   EXPECT_NE(pipe->dense_describe().find("cuBLASLt int8 TN"), std::string::npos) << pipe->dense_describe();
 }
+
+namespace {
+// C = A Bt^T by `g` on random int8 operands; "" when it equals the CPU's int32 product.
+std::string gemm_exact(Context &ctx, DenseGemm &g, bool select, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int64_t m = g.m(), n = g.n(), k = g.k();
+  std::vector<int8_t> a(size_t(m * k)), bt(size_t(n * k));
+  for (auto &x : a) x = int8_t(int(rng() % 256) - 128);
+  for (auto &x : bt) x = int8_t(int(rng() % 256) - 128);
+  auto da = DeviceBuffer::from(a);
+  auto db = DeviceBuffer::from(bt);
+  auto dc = DeviceBuffer::allocate(size_t(m * n) * 4);
+  auto ws = DeviceBuffer::allocate(g.workspace_bytes());
+  if (!da || !db || !dc || !ws) return "allocation failed";
+  if (auto e = dc->memset(0x5a)) return llvm::toString(std::move(e));
+  if (select)
+    if (auto e = g.select(ctx, da->ptr(), db->ptr(), dc->ptr(), ws->ptr())) return llvm::toString(std::move(e));
+  if (auto e = dc->memset(0x5a)) return llvm::toString(std::move(e));
+  if (auto e = g.run(da->ptr(), db->ptr(), dc->ptr(), ws->ptr())) return llvm::toString(std::move(e));
+  if (auto e = ctx.synchronize()) return llvm::toString(std::move(e));
+  auto c = dc->download<int32_t>(size_t(m * n));
+  if (!c) return llvm::toString(c.takeError());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int32_t want = 0;
+      for (int64_t x = 0; x < k; ++x) want += int32_t(a[size_t(i * k + x)]) * int32_t(bt[size_t(j * k + x)]);
+      if ((*c)[size_t(i * n + j)] != want)
+        return "C[" + std::to_string(i) + ", " + std::to_string(j) + "] = " + std::to_string((*c)[size_t(i * n + j)]) +
+               ", expected " + std::to_string(want) + " (" + g.describe() + ")";
+    }
+  return "";
+}
+}  // namespace
+
+TEST(DenseRouteGpu, EveryFormComputesOurRowMajorC) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
+  // Each form alone with the heuristic's first algorithm, then every form timed by select():
+  // the row-major M x N C either way. A form cuBLASLt refuses here is reported, not failed,
+  // except the C^T form the route has always used.
+  const int64_t shapes[][3] = {{256, 16, 512}, {384, 1, 1024}, {128, 100, 256}, {1000, 64, 2048}};
+  uint64_t seed = 21;
+  for (const auto &s : shapes) {
+    for (DenseForm f : {DenseForm::TransposedC, DenseForm::RowOrderC, DenseForm::RowOrderAll}) {
+      auto g = DenseGemm::create(s[0], s[1], s[2], DenseGemm::kDefaultWorkspace, form_bit(f));
+      if (!g) {
+        const std::string why = llvm::toString(g.takeError());
+        if (f == DenseForm::TransposedC) ADD_FAILURE() << why;
+        else std::printf("M=%ld N=%ld K=%ld: %s not offered: %s\n", long(s[0]), long(s[1]), long(s[2]),
+                         dense_form_name(f), why.c_str());
+        continue;
+      }
+      EXPECT_EQ((*g)->form(), f);
+      EXPECT_EQ(gemm_exact(*ctx, **g, false, seed++), "") << dense_form_name(f) << " M=" << s[0] << " N=" << s[1];
+    }
+    auto all = DenseGemm::create(s[0], s[1], s[2]);
+    ASSERT_TRUE(bool(all)) << llvm::toString(all.takeError());
+    EXPECT_EQ(gemm_exact(*ctx, **all, true, seed++), "") << "M=" << s[0] << " N=" << s[1];
+    std::printf("M=%ld N=%ld K=%ld: %s\n", long(s[0]), long(s[1]), long(s[2]), (*all)->describe().c_str());
+  }
+}
+
+TEST(DenseRouteGpu, PipelinesOfOneMatrixShareItsDeviceCopies) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
+  // The bench's llm section: one weight at several N. The same plan packs A once; the dense
+  // copy is uploaded once; every result stays exact, also a second verify of one output.
+  std::mt19937_64 rng(5);
+  OpSpec s;
+  s.pinned = 0;
+  VectorSparse a = synthetic_sparse(rng, 512, 1024, 0.7, 8, s.lhs);
+  auto cache = std::make_shared<SpmmLhsCache>();
+  const MatrixSignature sig = spmm_signature(a, 256);
+  auto d = dispatch(s, &sig, device_facts(*ctx));
+  ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
+  for (int64_t n : {256, 512}) {  // the same plan at both N (a 256-wide tile at most)
+    auto pipe = Pipeline::spmm(d->plan.spec, a, random_dense(rng, 1024 * n, s.rhs), n, cache);
+    ASSERT_FALSE(bool(pipe->prepare(d->plan)));
+    auto k = Kernel::get(*ctx, d->plan);
+    ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+    ASSERT_FALSE(bool(pipe->poison()));
+    ASSERT_FALSE(bool(pipe->launch(**k)));
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    auto v = pipe->verify();
+    ASSERT_TRUE(bool(v));
+    EXPECT_TRUE(v->exact()) << n;
+    ASSERT_FALSE(bool(pipe->prepare_dense(*ctx)));
+    ASSERT_FALSE(bool(pipe->poison()));
+    ASSERT_FALSE(bool(pipe->launch_dense()));
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    auto w = pipe->verify();
+    ASSERT_TRUE(bool(w));
+    EXPECT_TRUE(w->exact()) << n << " (" << pipe->dense_describe() << ")";
+    EXPECT_EQ(w->checked, v->checked);
+  }
+  EXPECT_EQ(cache->packs, 1);
+  EXPECT_EQ(cache->dense.bytes(), size_t(512 * 1024));
+}
