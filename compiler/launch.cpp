@@ -207,8 +207,10 @@ std::string plan_launch(Plan &p) {
       l.warps_per_group = accs <= 4 ? 16 : 8;
       l.threads = l.warps_per_group * 32;
       // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: the deepest ring that
-      // leaves no spill (ptxas, sm_80 and sm_90): 8 for up to two accumulator tiles, 6 for
-      // three, 4 for four (3 with an int64 or float output), 4 at 8 warps.
+      // leaves no spill (ptxas, sm_80 and sm_90, every decode type x V x BSn x output): 16 for
+      // one accumulator tile of one lhs group (107-112 registers), 12 for two (102-112), 6 for
+      // three, 4 for four (3 with an int64 or float output), 4 at 8 warps. A decode problem is
+      // a few round trips to HBM per warp, so the deeper the ring, the fewer.
       l.ring_depth = s.stages ? s.stages
                      : accs == 1 && p.groups.size() == 1 ? 16
                      : accs <= 2 ? 12

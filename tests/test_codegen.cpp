@@ -334,7 +334,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_TRUE(l.b_resident());
   EXPECT_EQ(l.threads, 512);
   EXPECT_EQ(l.tiles, 1);
-  EXPECT_EQ(l.ring_depth, 8) << "one accumulator tile: 8 strides in flight per warp";
+  EXPECT_EQ(l.ring_depth, 16) << "one accumulator tile: 16 strides in flight per warp";
   EXPECT_EQ(l.slice_bytes_per_k, 16);
   EXPECT_EQ(l.reduction_smem, 16 * 512) << "one partial tile per warp";
   EXPECT_EQ(l.static_smem, 16 * 4);
@@ -363,7 +363,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_NE(src.find("const int cw = bs + (int)((long long)(be - bs) * warp / WARPS);"), std::string::npos)
       << "a warp's piece: arithmetic";
   EXPECT_NE(src.find("m0 = __ldg(stride_meta + cw);"), std::string::npos) << "the schedule word loads with A";
-  EXPECT_NE(src.find("8 strides in flight per warp"), std::string::npos);
+  EXPECT_NE(src.find("16 strides in flight per warp"), std::string::npos);
   EXPECT_NE(src.find("__syncthreads();  // every warp is done with B's slice"), std::string::npos);
   EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);
   EXPECT_NE(src.find("const int row = ci0 == 0xffff ? (lane & 7) : ci0;"), std::string::npos) << "pads read rows 0..7";
@@ -374,7 +374,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(src.find("red.shared."), std::string::npos);
   EXPECT_EQ(src.find("gridDim.x"), std::string::npos);
   // Wider tiles: more accumulator tiles, a shallower ring.
-  for (auto [bsn, depth] : {std::pair{32, 8}, {48, 6}, {64, 4}}) {
+  for (auto [bsn, depth] : {std::pair{32, 12}, {48, 6}, {64, 4}}) {
     OpSpec w = s;
     w.bsn = bsn;
     auto pw = plan(w);

@@ -14,7 +14,7 @@
 //   epilogue  int32: terms shifted and summed with two's-complement wrap
 //   bounds    max_exact_k 131071, max_term_k 131071
 //   launch    spmm-decode: 512 threads, 16 columns (1 tile(s)) a warp, block 16, block strides split over 16 warps,
-//             8-deep register ring, 64 B static smem + max(K,8) x 16 B dynamic (at least 8192 B: the warps' partial
+//             16-deep register ring, 64 B static smem + max(K,8) x 16 B dynamic (at least 8192 B: the warps' partial
 //             sums)
 //             params col_idx stride_meta stride_next a0 b0 c M N ldb K T
 //   cost      19.4606 (compute 1.48148, memory 19.3125)
@@ -94,7 +94,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
   // ---- this warp's piece [cw, cw1): an equal share of the run (row-blocks may be cut between warps) ----
   const int cw = bs + (int)((long long)(be - bs) * warp / WARPS);
   const int cw1 = bs + (int)((long long)(be - bs) * (warp + 1) / WARPS);
-  // ---- the register ring: 8 strides in flight per warp ----
+  // ---- the register ring: 16 strides in flight per warp ----
   int ci0 = 0;
   unsigned m0 = 0;
   u32 ls0_0[2];
@@ -199,6 +199,110 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
     }
     m7 = __ldg(stride_meta + cw + 7);
   }
+  int ci8 = 0;
+  unsigned m8 = 0;
+  u32 ls8_0[2];
+  if (cw + 8 < cw1) {
+    const long long s = (long long)(cw + 8) * KS;  // the stride's first slot
+    ci8 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls8_0[0] = q.x, ls8_0[1] = q.y;
+    }
+    m8 = __ldg(stride_meta + cw + 8);
+  }
+  int ci9 = 0;
+  unsigned m9 = 0;
+  u32 ls9_0[2];
+  if (cw + 9 < cw1) {
+    const long long s = (long long)(cw + 9) * KS;  // the stride's first slot
+    ci9 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls9_0[0] = q.x, ls9_0[1] = q.y;
+    }
+    m9 = __ldg(stride_meta + cw + 9);
+  }
+  int ci10 = 0;
+  unsigned m10 = 0;
+  u32 ls10_0[2];
+  if (cw + 10 < cw1) {
+    const long long s = (long long)(cw + 10) * KS;  // the stride's first slot
+    ci10 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls10_0[0] = q.x, ls10_0[1] = q.y;
+    }
+    m10 = __ldg(stride_meta + cw + 10);
+  }
+  int ci11 = 0;
+  unsigned m11 = 0;
+  u32 ls11_0[2];
+  if (cw + 11 < cw1) {
+    const long long s = (long long)(cw + 11) * KS;  // the stride's first slot
+    ci11 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls11_0[0] = q.x, ls11_0[1] = q.y;
+    }
+    m11 = __ldg(stride_meta + cw + 11);
+  }
+  int ci12 = 0;
+  unsigned m12 = 0;
+  u32 ls12_0[2];
+  if (cw + 12 < cw1) {
+    const long long s = (long long)(cw + 12) * KS;  // the stride's first slot
+    ci12 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls12_0[0] = q.x, ls12_0[1] = q.y;
+    }
+    m12 = __ldg(stride_meta + cw + 12);
+  }
+  int ci13 = 0;
+  unsigned m13 = 0;
+  u32 ls13_0[2];
+  if (cw + 13 < cw1) {
+    const long long s = (long long)(cw + 13) * KS;  // the stride's first slot
+    ci13 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls13_0[0] = q.x, ls13_0[1] = q.y;
+    }
+    m13 = __ldg(stride_meta + cw + 13);
+  }
+  int ci14 = 0;
+  unsigned m14 = 0;
+  u32 ls14_0[2];
+  if (cw + 14 < cw1) {
+    const long long s = (long long)(cw + 14) * KS;  // the stride's first slot
+    ci14 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls14_0[0] = q.x, ls14_0[1] = q.y;
+    }
+    m14 = __ldg(stride_meta + cw + 14);
+  }
+  int ci15 = 0;
+  unsigned m15 = 0;
+  u32 ls15_0[2];
+  if (cw + 15 < cw1) {
+    const long long s = (long long)(cw + 15) * KS;  // the stride's first slot
+    ci15 = __ldg(col_idx + s + lane);
+    {
+      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      ls15_0[0] = q.x, ls15_0[1] = q.y;
+    }
+    m15 = __ldg(stride_meta + cw + 15);
+  }
   asm volatile("cp.async.wait_group 0;\n" ::);  // this thread's part of the slice landed
   __syncthreads();  // and every thread's
   int acc_g0_r0_t0[4] = {};
@@ -265,15 +369,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci0 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls0_0[0] = q.x, ls0_0[1] = q.y;
         }
-        m0 = __ldg(stride_meta + cs + 8);
+        m0 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
@@ -334,15 +438,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci1 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls1_0[0] = q.x, ls1_0[1] = q.y;
         }
-        m1 = __ldg(stride_meta + cs + 8);
+        m1 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
@@ -403,15 +507,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci2 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls2_0[0] = q.x, ls2_0[1] = q.y;
         }
-        m2 = __ldg(stride_meta + cs + 8);
+        m2 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
@@ -472,15 +576,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci3 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls3_0[0] = q.x, ls3_0[1] = q.y;
         }
-        m3 = __ldg(stride_meta + cs + 8);
+        m3 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
@@ -541,15 +645,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci4 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls4_0[0] = q.x, ls4_0[1] = q.y;
         }
-        m4 = __ldg(stride_meta + cs + 8);
+        m4 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
@@ -610,15 +714,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci5 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls5_0[0] = q.x, ls5_0[1] = q.y;
         }
-        m5 = __ldg(stride_meta + cs + 8);
+        m5 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
@@ -679,15 +783,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci6 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls6_0[0] = q.x, ls6_0[1] = q.y;
         }
-        m6 = __ldg(stride_meta + cs + 8);
+        m6 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
@@ -748,15 +852,567 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       } else {
         open_rb = rb;
       }
-      if (cs + 8 < cw1) {
-        const long long s = (long long)(cs + 8) * KS;  // the stride's first slot
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
         ci7 = __ldg(col_idx + s + lane);
         {
           // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
           ls7_0[0] = q.x, ls7_0[1] = q.y;
         }
-        m7 = __ldg(stride_meta + cs + 8);
+        m7 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 8 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci8 == 0xffff ? (lane & 7) : ci8;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls8_0);
+      const int rb = (int)(m8 & 0x3fffffffu);
+      if (m8 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m8 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci8 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls8_0[0] = q.x, ls8_0[1] = q.y;
+        }
+        m8 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 9 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci9 == 0xffff ? (lane & 7) : ci9;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls9_0);
+      const int rb = (int)(m9 & 0x3fffffffu);
+      if (m9 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m9 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci9 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls9_0[0] = q.x, ls9_0[1] = q.y;
+        }
+        m9 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 10 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci10 == 0xffff ? (lane & 7) : ci10;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls10_0);
+      const int rb = (int)(m10 & 0x3fffffffu);
+      if (m10 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m10 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci10 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls10_0[0] = q.x, ls10_0[1] = q.y;
+        }
+        m10 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 11 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci11 == 0xffff ? (lane & 7) : ci11;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls11_0);
+      const int rb = (int)(m11 & 0x3fffffffu);
+      if (m11 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m11 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci11 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls11_0[0] = q.x, ls11_0[1] = q.y;
+        }
+        m11 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 12 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci12 == 0xffff ? (lane & 7) : ci12;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls12_0);
+      const int rb = (int)(m12 & 0x3fffffffu);
+      if (m12 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m12 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci12 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls12_0[0] = q.x, ls12_0[1] = q.y;
+        }
+        m12 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 13 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci13 == 0xffff ? (lane & 7) : ci13;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls13_0);
+      const int rb = (int)(m13 & 0x3fffffffu);
+      if (m13 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m13 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci13 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls13_0[0] = q.x, ls13_0[1] = q.y;
+        }
+        m13 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 14 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci14 == 0xffff ? (lane & 7) : ci14;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls14_0);
+      const int rb = (int)(m14 & 0x3fffffffu);
+      if (m14 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m14 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci14 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls14_0[0] = q.x, ls14_0[1] = q.y;
+        }
+        m14 = __ldg(stride_meta + cs + 16);
+      }
+      ++cs;
+    }
+    // ---- ring slot 15 ----
+    if (cs >= cw1) break;
+    {
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci15 == 0xffff ? (lane & 7) : ci15;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"((unsigned)__cvta_generic_to_shared(sb0 + brow0)));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls15_0);
+      const int rb = (int)(m15 & 0x3fffffffu);
+      if (m15 & (1u << 30)) owned = true;  // the row-block's first stride
+      if (m15 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
+        if (!owned) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+        owned = false, open_rb = -1;
+      } else {
+        open_rb = rb;
+      }
+      if (cs + 16 < cw1) {
+        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
+        ci15 = __ldg(col_idx + s + lane);
+        {
+          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          ls15_0[0] = q.x, ls15_0[1] = q.y;
+        }
+        m15 = __ldg(stride_meta + cs + 16);
       }
       ++cs;
     }
