@@ -168,12 +168,14 @@ constexpr double kRefSms = 132;
 // every decode shape, which with the margin below sent s=0.7 problems dense that the decode
 // kernel ran 5-13 % faster than dense (bench/NOTES.md, Session 8).
 constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 1450;
-// Our kernels: the decode kernel (N <= 64) streams its weight at about 1 TB/s after a fixed
-// 8.5 us (M=K=4096 s=0.5 / 0.9: 18.6 / 10.5 us; 11008x4096: 36.7 / 14.1 us), once per column
-// slice; the others, at small N, at 0.3-0.9 TB/s. At large N they run at a rate per V
-// (s8 x s8, N = 2048-8192: V=8 100-155 TOPS, V=4 58, V=2 31).
+// Our kernels: the decode kernel (N <= 64) streams its weight once per column slice at about
+// 2 TB/s after a fixed 7.4 us, plus 12.3 us per MB of the B slice each block loads first
+// (K x BSn bytes: 0.8 us at K=4096, 2.8 us at 14336). The fit over 18 problems (the six llm
+// shapes x s 0.5/0.7/0.9 at N=16, L2 flushed, 2026-11-25 19:14 UTC; 8.6-28.9 us) is within
+// 7 % of each. The others, at small N, stream at 0.3-0.9 TB/s. At large N they run at a rate
+// per V (s8 x s8, N = 2048-8192: V=8 100-155 TOPS, V=4 58, V=2 31).
 constexpr double kSparseLaunchUs = 5.0, kOtherBytesPerUs = 0.45e6;
-constexpr double kDecodeLaunchUs = 8.5, kDecodeBytesPerUs = 1.04e6;
+constexpr double kDecodeLaunchUs = 7.4, kDecodeBytesPerUs = 2.0e6, kDecodeSliceUsPerByte = 12.3e-6;
 constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // The sparse route is kept only when the model gives it this margin. Near the crossover the
 // dense route looks like the safe side, but it is not free of loss either: on the 2026-11-25
@@ -209,11 +211,15 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double out_bytes = double(stored_bytes(spec.out));
   const double index_bytes = streams_weight(plan) ? 2 : 4;
   const bool decode = streams_weight(plan);
-  const double slices = decode ? std::ceil(n / double(std::max(1, spec.bsn))) : 1;  // A streamed once per slice
-  const double sparse_bytes =
-      slices * vectors * (v * lhs_bytes + index_bytes) + k * n * rhs_bytes + out_bytes * m * n;
-  const double launch = decode ? kDecodeLaunchUs : kSparseLaunchUs;
-  const double stream = decode ? kDecodeBytesPerUs : kOtherBytesPerUs;
+  // The decode kernel reads A once per column slice, the slices' blocks at the same time (the
+  // later reads mostly from L2: +15 % a slice), and streams 20 % slower per extra 16-column
+  // accumulator tile (M=K=4096, N=16 / 32 / 64 at s 0.5-0.9, 2026-11-25 19:14 UTC: 8.6-16.7 us).
+  const double slices = decode ? std::ceil(n / double(std::max(1, spec.bsn))) : 1;
+  const double reads = 1 + 0.15 * (slices - 1), tiles = std::max(1.0, spec.bsn / 16.0);
+  const double sparse_bytes = reads * vectors * (v * lhs_bytes + index_bytes) + k * n * rhs_bytes + out_bytes * m * n;
+  const double slice_us = decode ? k * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;  // B's slice, per block
+  const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
+  const double stream = decode ? kDecodeBytesPerUs / (1 + 0.2 * (tiles - 1)) : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale),
                          launch + 2 * vectors * v * n / (kSparseTops[vi] * scale * 1e6));
