@@ -160,7 +160,7 @@ PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const D
 // launch (scripts/route_sweep.sh; bench/results/2026-11-25-h100/route_sweep_*.csv): what each
 // route achieves when its weight streams from HBM.
 namespace {
-constexpr double kRefSms = 132;
+constexpr double kRefSms = 132, kRefL2Bytes = 50e6;  // the H100's
 // Dense int8 GEMM (cuBLASLt): 15-35 us at N <= 128 for 16.7-58.7 MB weights, 1,260-1,570 TOPS
 // at N >= 2048. The fixed part is the fit over the four M x 4096 shapes at N <= 64 of the llm
 // grid (results/2026-11-25-h100/llm: 14.7 / 18.8 / 27.7 / 33.3 us for 16.8 / 25.2 / 45.1 /
@@ -211,12 +211,15 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double out_bytes = double(stored_bytes(spec.out));
   const double index_bytes = streams_weight(plan) ? 2 : 4;
   const bool decode = streams_weight(plan);
-  // The decode kernel reads A once per column slice, the slices' blocks at the same time (the
-  // later reads mostly from L2: +15 % a slice), and streams 20 % slower per extra 16-column
-  // accumulator tile (M=K=4096, N=16 / 32 / 64 at s 0.5-0.9, 2026-11-25 19:14 UTC: 8.6-16.7 us).
+  // The decode kernel reads A once per column slice, the slices' blocks at the same time: the
+  // later reads come from L2 while A is small against it (+22 % a slice at 10.5 MB), from HBM
+  // as it is not (+42 % at 36.7 MB), and streams 20 % slower per extra 16-column accumulator
+  // tile (N = 16 / 32 / 64 at M=K=4096 and 4096x14336, s 0.5-0.9, 2026-11-25 19:14-19:24 UTC).
+  const double a_bytes = vectors * (v * lhs_bytes + index_bytes);
   const double slices = decode ? std::ceil(n / double(std::max(1, spec.bsn))) : 1;
-  const double reads = 1 + 0.15 * (slices - 1), tiles = std::max(1.0, spec.bsn / 16.0);
-  const double sparse_bytes = reads * vectors * (v * lhs_bytes + index_bytes) + k * n * rhs_bytes + out_bytes * m * n;
+  const double reread = std::min(1.0, 0.15 + 0.8 * a_bytes / kRefL2Bytes);
+  const double reads = 1 + reread * (slices - 1), tiles = std::max(1.0, spec.bsn / 16.0);
+  const double sparse_bytes = reads * a_bytes + k * n * rhs_bytes + out_bytes * m * n;
   const double slice_us = decode ? k * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;  // B's slice, per block
   const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
   const double stream = decode ? kDecodeBytesPerUs / (1 + 0.2 * (tiles - 1)) : kOtherBytesPerUs;

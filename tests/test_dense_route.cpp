@@ -191,6 +191,9 @@ TEST(DenseRoute, ModelPicksTheFasterRouteOnTheGridsCloseCalls) {
       {4096, 14336, 16, 0.5, Route::Sparse},   // 28.9 against 34.2
       {6144, 4096, 16, 0.5, Route::Sparse},    // 15.6 against 18.6
       {4096, 4096, 1, 0.9, Route::Sparse},     // 8.6 against 14.7
+      // four (two) 16-column slices at K=14336 (2026-11-25 19:24 UTC): A read 2.3x (1.4x)
+      {4096, 14336, 64, 0.7, Route::Dense},    // 36.1 against 34.8
+      {4096, 14336, 32, 0.5, Route::Dense},    // 36.2 against 34.7
   };
   for (const Case &c : cases) {
     RouteEstimate e;
