@@ -161,9 +161,10 @@ TEST(DenseRoute, OddNarrowNStaysSparse) {
 
 namespace {
 // The model's route for an s8 x s8 V=8 SpMM of M x K at N and sparsity (the dispatch's plan).
-Route model_route(int64_t m, int64_t k, int64_t n, double sparsity, RouteEstimate *est = nullptr) {
+Route model_route(int64_t m, int64_t k, int64_t n, double sparsity, RouteEstimate *est = nullptr,
+                  const char *lhs = "s8") {
   const MatrixSignature sig = signature(m, k, n, 8, sparsity);
-  Dispatched d = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100));
+  Dispatched d = llvm::cantFail(dispatch(spmm(lhs, "s8", 8), &sig, kH100));
   const RouteEstimate e = estimate_routes(d.plan, sig, kH100);
   if (est) *est = e;
   return route_by_model(e);
@@ -199,6 +200,30 @@ TEST(DenseRoute, ModelPicksTheFasterRouteOnTheGridsCloseCalls) {
     RouteEstimate e;
     EXPECT_EQ(model_route(c.m, c.k, c.n, c.s, &e), c.faster)
         << c.m << "x" << c.k << " N=" << c.n << " s=" << c.s << ": " << e.str();
+  }
+}
+
+// int4 weights (L4-R8): the decode kernel widens 4-bit A in registers and runs slower than
+// with int8 A at s=0.5 (2026-11-25 19:24 UTC, against the same run's cuBLASLt); the model
+// sends those rows dense and keeps the ones it wins.
+TEST(DenseRoute, ModelSendsInt4DecodeDenseWhereWideningLoses) {
+  struct Case {
+    int64_t m, k, n;
+    double s;
+    Route faster;
+  };
+  const Case cases[] = {
+      {4096, 4096, 16, 0.5, Route::Dense},    // 17.3 against 14.9
+      {14336, 4096, 16, 0.5, Route::Dense},   // 43.7 against 33.3
+      {14336, 4096, 64, 0.7, Route::Dense},   // 50.4 against 33.6
+      {14336, 4096, 16, 0.7, Route::Sparse},  // 29.5 against 33.3
+      {4096, 4096, 16, 0.9, Route::Sparse},   // 9.2 against 14.9
+      {14336, 4096, 1, 0.9, Route::Sparse},   // 14.7 against 33.4
+  };
+  for (const Case &c : cases) {
+    RouteEstimate e;
+    EXPECT_EQ(model_route(c.m, c.k, c.n, c.s, &e, "s4"), c.faster)
+        << "s4 x s8 " << c.m << "x" << c.k << " N=" << c.n << " s=" << c.s << ": " << e.str();
   }
 }
 
