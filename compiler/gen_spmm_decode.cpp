@@ -48,12 +48,40 @@ class SpmmDecode : public KernelGen {
   // mma's B registers k 4t..4t+3 and 16+4t.. of V-side row gid (slot gid / V of the group's
   // chunks, row gid % V). The decode packing (runtime/packing.h) stores the two side by side:
   // one 8-byte load per lane (4-bit planes: 4 bytes, widened as the other kernels do).
+  // Whether group g's 4-bit words stay packed in the ring (the raw word in [0]) and are widened
+  // when the stride is consumed: widening at the load would wait for it there, and the ring
+  // would hold one stride in flight instead of DEPTH. Groups whose chunks are all 4-bit and
+  // widen alike (prescaled, or one signedness).
+  bool widen_late(size_t g) const {
+    const std::vector<int> &chunks = p.groups[g].lhs_chunks;
+    for (int li : chunks)
+      if (p.lhs[li].storage_bits != 4 || (!p.nibble_prescale && p.lhs[li].is_signed != p.lhs[chunks[0]].is_signed))
+        return false;
+    return !chunks.empty();
+  }
+  std::string widen(const Chunk &c, const std::string &x) {
+    if (p.nibble_prescale) return call("mc_widen4to8_hi", {Expr(x)}).str();
+    return call("mc_widen4to8", {Expr(x), c.is_signed ? "true" : "false"}).str();
+  }
+  // The late widening of ring slot D's packed groups, before its mmas.
+  void widen_slot(const std::string &D) {
+    for (size_t g = 0; g < p.groups.size(); ++g) {
+      if (!widen_late(g)) continue;
+      const std::string G = "ls" + D + "_" + S(g);
+      const Chunk &c = p.lhs[p.groups[g].lhs_chunks[0]];
+      auto s = e.scope();
+      e.decl("const u32", "q", Expr(G + "[0]"), "the packed word loaded DEPTH strides ago");
+      e.line(G + "[0] = " + widen(c, "q") + ", " + G + "[1] = " + widen(c, "q >> 16") + ";");
+    }
+  }
+
   void lhs_wide(const std::string &name) {
     const int v = p.spec.v;
     const std::string row = v == 8 ? "gid" : "(gid % V)";
     for (size_t g = 0; g < p.groups.size(); ++g) {
       const std::string G = name + S(g);
       const std::vector<int> &chunks = p.groups[g].lhs_chunks;
+      const bool late = widen_late(g);
       auto load = [&](int li) {
         const Chunk &c = p.lhs[li];
         const std::string A = "a" + S(li);
@@ -63,13 +91,14 @@ class SpmmDecode : public KernelGen {
           e.line(G + "[0] = q.x, " + G + "[1] = q.y;");
           return;
         }
-        e.decl("const u32", "q", Expr("__ldg((const u32 *)(" + A + " + (s * V + " + row + " * KS) / 2 + tig * 4))"),
-               "lhs chunk " + c.str() + ", 4-bit: k 4t..4t+3 and 16+4t..16+4t+3");
-        auto widen = [&](const std::string &x) {
-          if (p.nibble_prescale) return call("mc_widen4to8_hi", {Expr(x)}).str();
-          return call("mc_widen4to8", {Expr(x), c.is_signed ? "true" : "false"}).str();
-        };
-        e.line(G + "[0] = " + widen("q") + ", " + G + "[1] = " + widen("q >> 16") + ";");
+        const Expr at("__ldg((const u32 *)(" + A + " + (s * V + " + row + " * KS) / 2 + tig * 4))");
+        if (late) {
+          e.line(G + "[0] = " + at.str() + ";",
+                 "lhs chunk " + c.str() + ", 4-bit, k 4t..4t+3 and 16+4t..: widened when consumed");
+          return;
+        }
+        e.decl("const u32", "q", at, "lhs chunk " + c.str() + ", 4-bit: k 4t..4t+3 and 16+4t..16+4t+3");
+        e.line(G + "[0] = " + widen(c, "q") + ", " + G + "[1] = " + widen(c, "q >> 16") + ";");
       };
       if (chunks.size() == 1 && v == 8) {
         auto s = e.scope();
@@ -128,6 +157,7 @@ class SpmmDecode : public KernelGen {
         e.comment("---- ring slot " + D + " ----");
         e.line("if (cs >= cw1) break;");
         auto slot_scope = e.scope();
+        widen_slot(D);
         slice_frags_and_mmas(D, "ci" + D + " == 0xffff");
         e.decl("const int", "rb", Expr("(int)(m" + D + " & 0x3fffffffu)"));
         e.line("if (m" + D + " & (1u << 30)) owned = true;", "the row-block's first stride");
