@@ -176,10 +176,11 @@ constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 14
 // per V (s8 x s8, N = 2048-8192: V=8 100-155 TOPS, V=4 58, V=2 31).
 constexpr double kSparseLaunchUs = 5.0, kOtherBytesPerUs = 0.45e6;
 constexpr double kDecodeLaunchUs = 7.4, kDecodeBytesPerUs = 2.0e6, kDecodeSliceUsPerByte = 12.3e-6;
-// With 4-bit A planes (widened to int8 in registers) the decode kernel is bound by the
-// widening instead: about 0.85 G elements of A a us (L4-R8 V=8, 4096x4096 and 14336x4096 at
-// s 0.5-0.9, N=16: 9.2-43.7 us, 2026-11-25 19:24 UTC), slower than int8 A at s=0.5.
-constexpr double kDecodeNibbleElemsPerUs = 0.85e6;
+// With 4-bit A planes (widened to int8 in registers when a stride is consumed) the decode
+// kernel is bound by the widening past about 2.2 G elements of A a us (L4-R8 V=8, 4096x4096
+// and 14336x4096 at s 0.5-0.9, N=16: 8.0-21.6 us, 2026-11-25 19:35 UTC), still faster than
+// int8 A (12.0 against 13.7 us at 4096x4096 s=0.5; 21.6 against 26.5 at 14336x4096).
+constexpr double kDecodeNibbleElemsPerUs = 2.2e6;
 constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // The sparse route is kept only when the model gives it this margin. Near the crossover the
 // dense route looks like the safe side, but it is not free of loss either: on the 2026-11-25
