@@ -25,67 +25,19 @@
 #include "llvm/Support/FileSystem.h"
 #include "support/hash.h"
 #include "support/log.h"
+#include "tests/fs_util.h"
 
 using namespace magicube;
+using magicube::testing::EnvGuard;
+using magicube::testing::LogCapture;
+using magicube::testing::read_file;
+using magicube::testing::write_file;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    llvm::SmallString<128> p;
-    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("magicube-bundle-test", p));
-    path = std::string(p.str());
-    ::chmod(path.c_str(), 0700);
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path); }
-  std::string sub(const std::string &name) const { return path + "/" + name; }
+struct TempDir : magicube::testing::TempDir {
+  TempDir() : magicube::testing::TempDir("magicube-bundle-test") {}
 };
-
-struct EnvGuard {
-  std::string name;
-  std::optional<std::string> old;
-  EnvGuard(const std::string &n, const char *value) : name(n) {
-    if (const char *v = std::getenv(n.c_str())) old = v;
-    if (value) ::setenv(n.c_str(), value, 1);
-    else ::unsetenv(n.c_str());
-  }
-  ~EnvGuard() {
-    if (old) ::setenv(name.c_str(), old->c_str(), 1);
-    else ::unsetenv(name.c_str());
-  }
-};
-
-struct LogCapture {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  spdlog::level::level_enum old_level = log().level();
-  LogCapture() {
-    sink->set_level(spdlog::level::warn);
-    log().sinks().push_back(sink);
-    if (old_level > spdlog::level::warn) log().set_level(spdlog::level::warn);
-  }
-  ~LogCapture() {
-    auto &sinks = log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
-    log().set_level(old_level);
-  }
-  std::string text() {
-    log().flush();
-    return out.str();
-  }
-};
-
-std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void write_file(const std::string &path, const std::string &data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-  out.close();
-  ::chmod(path.c_str(), 0644);
-}
 
 const char *kGenerator = "gen-test-1";
 const int kArch = 80;

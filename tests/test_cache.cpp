@@ -29,74 +29,22 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "support/log.h"
+#include "tests/fs_util.h"
 #include "tests/fault_util.h"
 
 using namespace magicube;
+using magicube::testing::EnvGuard;
+using magicube::testing::LogCapture;
+using magicube::testing::read_file;
+using magicube::testing::write_file;
 using magicube::testing::in_child;
 using magicube::testing::kUnprivilegedId;
 
 namespace {
 
-// A fresh directory per test, removed afterwards.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    llvm::SmallString<128> p;
-    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("magicube-cache-test", p));
-    path = std::string(p.str());
-    ::chmod(path.c_str(), 0700);  // private whatever the umask
-  }
-  ~TempDir() {
-    ::chmod(path.c_str(), 0700);
-    llvm::sys::fs::remove_directories(path);
-  }
-  std::string sub(const std::string &name) const { return path + "/" + name; }
+struct TempDir : magicube::testing::TempDir {
+  TempDir() : magicube::testing::TempDir("magicube-cache-test") {}
 };
-
-// Sets (or unsets, with nullptr) an environment variable for one scope.
-struct EnvGuard {
-  std::string name;
-  std::optional<std::string> old;
-  EnvGuard(const std::string &n, const char *value) : name(n) {
-    if (const char *v = std::getenv(n.c_str())) old = v;
-    if (value) ::setenv(n.c_str(), value, 1);
-    else ::unsetenv(n.c_str());
-  }
-  ~EnvGuard() {
-    if (old) ::setenv(name.c_str(), old->c_str(), 1);
-    else ::unsetenv(name.c_str());
-  }
-};
-
-// Captures what magicube::log() writes at warn and above for one scope.
-struct LogCapture {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-  spdlog::level::level_enum old_level = log().level();
-  LogCapture() {
-    sink->set_level(spdlog::level::warn);
-    log().sinks().push_back(sink);
-    if (old_level > spdlog::level::warn) log().set_level(spdlog::level::warn);
-  }
-  ~LogCapture() {
-    auto &sinks = log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
-    log().set_level(old_level);
-  }
-  std::string text() {
-    log().flush();
-    return out.str();
-  }
-};
-
-std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void write_file(const std::string &path, const std::string &data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-}
 bool exists(const std::string &path) { return llvm::sys::fs::exists(path); }
 
 DiskCache open_or_die(const std::string &dir) {

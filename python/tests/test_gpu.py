@@ -50,12 +50,13 @@ def test_numpy_sddmm(gpu):
     assert np.array_equal(out, np.array(want))
 
 
-def test_torch_device_layouts_streams_and_graphs(gpu):
-    torch = pytest.importorskip("torch")
+def _check_torch_layouts_streams_and_graph(w, a):
+    """A packed 96 x 256 weight `w` (matrix `a`) through DLPack and the torch op for N = 1, 16,
+    512 (the dense route reads X in place and writes C^T directly; B is transposed in the
+    workspace for the op), then on a side stream, captured in a CUDA graph and replayed on new
+    input: every result equals the int64 reference."""
+    import torch
     import magicube.torch as mt
-    rng = np.random.default_rng(7)
-    a = vector_sparse(rng, 96, 256, 8, 0.3)
-    w = magicube.pack_weight(a, "spmm.s8xs8.v8.i32.sm_80")
     for n in (1, 16, 512):
         x = torch.randint(-128, 128, (n, 256), dtype=torch.int8, device="cuda")
         want = torch.from_numpy(_ref(a, x.cpu().numpy().T)).cuda()
@@ -63,11 +64,10 @@ def test_torch_device_layouts_streams_and_graphs(gpu):
         assert torch.equal(y.long(), want.T)
         y2 = mt.spmm(w, x.t().contiguous())  # torch op, K x N -> M x N
         assert torch.equal(y2.long(), want)
-    # On a side stream, then captured in a CUDA graph and replayed on new input.
     x = torch.randint(-128, 128, (64, 256), dtype=torch.int8, device="cuda")
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        y = mt.spmm(w, x, b_transposed=True, out_transposed=True)  # warm-up: kernels loaded
+        mt.spmm(w, x, b_transposed=True, out_transposed=True)  # warm-up: plans and kernels loaded
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
@@ -76,6 +76,14 @@ def test_torch_device_layouts_streams_and_graphs(gpu):
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(yg.long(), torch.from_numpy(_ref(a, x.cpu().numpy().T)).cuda().T)
+
+
+def test_torch_device_layouts_streams_and_graphs(gpu):
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    a = vector_sparse(rng, 96, 256, 8, 0.3)
+    w = magicube.pack_weight(a, "spmm.s8xs8.v8.i32.sm_80")
+    _check_torch_layouts_streams_and_graph(w, a)
 
 
 def test_sparse_linear_matches_a_reference_and_compiles(gpu):
@@ -124,30 +132,11 @@ def test_numpy_spmm_dense_route_every_layout(gpu, n):
 
 
 def test_torch_dense_route_device_layouts_and_graphs(gpu):
-    torch = pytest.importorskip("torch")
-    import magicube.torch as mt
+    pytest.importorskip("torch")
     rng = np.random.default_rng(17)
     a = vector_sparse(rng, 96, 256, 8, 0.5)
     w = _dense_weight(a, "spmm.s8xs8.v8.i32.sm_80", 64)
-    for n in (1, 16, 512):
-        x = torch.randint(-128, 128, (n, 256), dtype=torch.int8, device="cuda")
-        want = torch.from_numpy(_ref(a, x.cpu().numpy().T)).cuda()
-        y = magicube.spmm(w, x, b_layout="col", out_layout="col")  # DLPack path: X read in place, C^T directly
-        assert torch.equal(y.long(), want.T)
-        y2 = mt.spmm(w, x.t().contiguous())  # torch op, K x N -> M x N (B transposed in the workspace)
-        assert torch.equal(y2.long(), want)
-    x = torch.randint(-128, 128, (64, 256), dtype=torch.int8, device="cuda")
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        mt.spmm(w, x, b_transposed=True, out_transposed=True)  # warm-up: plans and kernels loaded
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        yg = mt.spmm(w, x, b_transposed=True, out_transposed=True)
-    x.copy_(torch.randint(-128, 128, (64, 256), dtype=torch.int8, device="cuda"))
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(yg.long(), torch.from_numpy(_ref(a, x.cpu().numpy().T)).cuda().T)
+    _check_torch_layouts_streams_and_graph(w, a)
 
 
 def test_sparse_linear_dense_route_matches_the_sparse_route(gpu):
