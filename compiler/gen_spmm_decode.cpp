@@ -30,15 +30,46 @@ class SpmmDecode : public KernelGen {
 
   // Register slot d of the ring: the column index of this lane (ci<d>, 16-bit), the lhs
   // fragments (ls<d>_<group>[]) and the schedule word (m<d>: row-block | 1 << 30 first stride | 1 << 31
-  // last stride) of stride `st`, loaded when st is in this warp's piece.
-  void issue(int d, const std::string &st) {
+  // last stride) of the stride `ahead` strides past the lane's pointers (pci, pa<chunk>, pm),
+  // loaded when `live` holds (the stride lies in this warp's piece). The offsets are constants:
+  // no index arithmetic per stride.
+  void issue(int d, const std::string &live, int ahead) {
     const std::string D = S(d);
-    auto live = e.scope("if (" + st + " < cw1)");
-    const std::string wide = st.find(' ') == std::string::npos ? "(long long)" + st : "(long long)(" + st + ")";
-    e.decl("const long long", "s", Expr(wide + " * KS"), "the stride's first slot");
-    e.line("ci" + D + " = __ldg(col_idx + s + lane);");
-    lhs_wide("ls" + D + "_");
-    e.line("m" + D + " = __ldg(stride_meta + " + st + ");");
+    auto s = e.scope("if (" + live + ")");
+    e.line("ci" + D + " = __ldg(pci" + (ahead ? " + " + S(ahead) + " * KS" : std::string()) + ");");
+    lhs_wide("ls" + D + "_", ahead);
+    e.line("m" + D + " = __ldg(pm" + (ahead ? " + " + S(ahead) : std::string()) + ");");
+  }
+
+  // The lane's pointers at stride `st`: its column index, its lhs words of every chunk and the
+  // schedule word. One chunk's stride is KS x V elements of its storage bits.
+  void declare_pointers(const std::string &st) {
+    const std::string row = p.spec.v == 8 ? "gid" : "(gid % V)";
+    e.decl("const unsigned short *", "pci", Expr("col_idx + (long long)" + st + " * KS + lane"),
+           "this lane's column index");
+    e.decl("const unsigned *", "pm", Expr("stride_meta + " + st), "the schedule word");
+    for (int li : used_lhs_chunks()) {
+      const Chunk &c = p.lhs[size_t(li)];
+      const std::string A = "a" + S(li);
+      const Expr at = c.storage_bits == 8 ? Expr(A + " + (long long)" + st + " * KS * V + " + row + " * KS + tig * 8")
+                                          : Expr(A + " + ((long long)" + st + " * KS * V + " + row + " * KS) / 2 + tig * 4");
+      e.decl("const unsigned char *", "pa" + S(li), at,
+             "lhs chunk " + c.str() + ": k 4t..4t+3 and 16+4t..16+4t+3 of row " + row);
+    }
+  }
+  // Advances the pointers by n strides.
+  void advance_pointers(int n) {
+    std::string adv = "pci += " + S(n) + " * KS, pm += " + S(n);
+    for (int li : used_lhs_chunks())
+      adv += ", pa" + S(li) + " += " + S((long long)n * p.shape.k * p.spec.v * p.lhs[size_t(li)].storage_bits / 8);
+    e.line(adv + ";", "the next ring turn");
+  }
+  std::vector<int> used_lhs_chunks() const {
+    std::vector<int> out;
+    for (const auto &g : p.groups)
+      for (int li : g.lhs_chunks)
+        if (std::find(out.begin(), out.end(), li) == out.end()) out.push_back(li);
+    return out;
   }
 
   // Where register i of accumulator a of warp w's partial sits in `part`: [w][a][i][lane].
@@ -75,32 +106,31 @@ class SpmmDecode : public KernelGen {
     }
   }
 
-  void lhs_wide(const std::string &name) {
-    const int v = p.spec.v;
-    const std::string row = v == 8 ? "gid" : "(gid % V)";
+  void lhs_wide(const std::string &name, int ahead) {
     for (size_t g = 0; g < p.groups.size(); ++g) {
       const std::string G = name + S(g);
       const std::vector<int> &chunks = p.groups[g].lhs_chunks;
       const bool late = widen_late(g);
       auto load = [&](int li) {
         const Chunk &c = p.lhs[li];
-        const std::string A = "a" + S(li);
+        const long long step = (long long)ahead * p.shape.k * p.spec.v * c.storage_bits / 8;
+        const std::string at = "pa" + S(li) + (step ? " + " + S(step) : std::string());
         if (c.storage_bits == 8) {
-          e.decl("const uint2", "q", Expr("__ldg((const uint2 *)(" + A + " + s * V + " + row + " * KS + tig * 8))"),
+          e.decl("const uint2", "q", Expr("__ldg((const uint2 *)(" + at + "))"),
                  "lhs chunk " + c.str() + ": k 4t..4t+3 and 16+4t..16+4t+3");
           e.line(G + "[0] = q.x, " + G + "[1] = q.y;");
           return;
         }
-        const Expr at("__ldg((const u32 *)(" + A + " + (s * V + " + row + " * KS) / 2 + tig * 4))");
+        const Expr w("__ldg((const u32 *)(" + at + "))");
         if (late) {
-          e.line(G + "[0] = " + at.str() + ";",
+          e.line(G + "[0] = " + w.str() + ";",
                  "lhs chunk " + c.str() + ", 4-bit, k 4t..4t+3 and 16+4t..: widened when consumed");
           return;
         }
-        e.decl("const u32", "q", at, "lhs chunk " + c.str() + ", 4-bit: k 4t..4t+3 and 16+4t..16+4t+3");
+        e.decl("const u32", "q", w, "lhs chunk " + c.str() + ", 4-bit: k 4t..4t+3 and 16+4t..16+4t+3");
         e.line(G + "[0] = " + widen(c, "q") + ", " + G + "[1] = " + widen(c, "q >> 16") + ";");
       };
-      if (chunks.size() == 1 && v == 8) {
+      if (chunks.size() == 1 && p.spec.v == 8) {
         auto s = e.scope();
         load(chunks[0]);
         continue;
@@ -124,9 +154,24 @@ class SpmmDecode : public KernelGen {
     e.decl_only("__shared__ int", "part_rb[WARPS]",
                 "the row-block of each warp's partial sum (-1: none; -2: the warp had no strides)");
     declare_slice_planes();
-    e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
-    copy_slice();
-    commit();
+    const bool cluster = l.cluster > 1;
+    if (cluster) {
+      e.comment("---- B's slice comes by bulk copies that complete on this barrier; every block of the cluster");
+      e.comment("     initializes its own before any copies into it (the cluster barrier below) ----");
+      e.decl_only("__shared__ __align__(8) unsigned long long", "slice_bar");
+      e.decl("const unsigned", "bar", Expr("(unsigned)__cvta_generic_to_shared(&slice_bar)"));
+      {
+        auto s = e.scope("if (threadIdx.x == 0)");
+        e.line(R"(asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bar));)",
+               "one arrival: this thread's, with the bytes");
+        e.line(R"(asm volatile("fence.mbarrier_init.release.cluster;\n" ::);)");
+      }
+      e.line(R"(asm volatile("barrier.cluster.arrive.release;\n" ::);)", "waited for once A's first loads are out");
+    } else {
+      e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
+      copy_slice();
+      commit();
+    }
     e.comment("---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts");
     e.comment("     (two independent loads; no row-block is shared between blocks) ----");
     e.decl("const int", "bs", Expr("__ldg(stride_next + (int)((long long)T * blockIdx.y / gridDim.y))"));
@@ -134,56 +179,62 @@ class SpmmDecode : public KernelGen {
     e.comment("---- this warp's piece [cw, cw1): an equal share of the run (row-blocks may be cut between warps) ----");
     e.decl("const int", "cw", Expr("bs + (int)((long long)(be - bs) * warp / WARPS)"));
     e.decl("const int", "cw1", Expr("bs + (int)((long long)(be - bs) * (warp + 1) / WARPS)"));
+    declare_pointers("cw");
     e.comment("---- the register ring: " + S(depth) + " strides in flight per warp ----");
     for (int d = 0; d < depth; ++d) {
       const std::string D = S(d);
       e.decl_only("int", "ci" + D + " = 0");
       e.decl_only("unsigned", "m" + D + " = 0");
       for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", "ls" + D + "_" + S(g) + "[" + S(lhs_regs()) + "]");
-      issue(d, d ? "cw + " + D : std::string("cw"));
+      issue(d, d ? "cw + " + D + " < cw1" : std::string("cw < cw1"), d);
     }
-    wait_all("this thread's part of the slice landed");
-    e.line("__syncthreads();", "and every thread's");
+    if (cluster) {
+      copy_slice_multicast();
+    } else {
+      wait_all("this thread's part of the slice landed");
+      e.line("__syncthreads();", "and every thread's");
+    }
     declare_accumulators("");
     for_each_accumulator([&](const std::string &a) { e.decl(("int"), hd(a) + "[" + S(n) + "]", Expr("{}")); });
     e.decl("int", "hd_rb", -1, "the row-block of the partial in hd_*: one that started before this piece and ended in it");
-    e.decl("int", "open_rb", -1, "the row-block in acc_* when the last stride so far did not end it");
-    e.decl("bool", "owned", Expr("false"), "whether acc_*'s row-block started in this piece");
-    e.decl("int", "cs", Expr("cw"), "the stride consumed next");
+    e.decl("bool", "head", Expr("cw < cw1 && !(m0 & (1u << 30))"),
+           "the piece begins inside a row-block begun in an earlier piece: its partial goes to hd_*");
     {
-      auto forever = e.scope("for (;;)");
+      auto turn = e.scope("for (int cs = cw;; cs += " + S(depth) + ")",
+                          "cs: the stride in ring slot 0 (the pointers point at it)");
       for (int d = 0; d < depth; ++d) {
         const std::string D = S(d);
         e.comment("---- ring slot " + D + " ----");
-        e.line("if (cs >= cw1) break;");
+        e.line("if (cs" + (d ? " + " + D : std::string()) + " >= cw1) break;");
         auto slot_scope = e.scope();
         widen_slot(D);
         slice_frags_and_mmas(D, "ci" + D + " == 0xffff");
-        e.decl("const int", "rb", Expr("(int)(m" + D + " & 0x3fffffffu)"));
-        e.line("if (m" + D + " & (1u << 30)) owned = true;", "the row-block's first stride");
         {
           auto last = e.scope("if (m" + D + " & (1u << 31))",
-                              "its last stride: write its V rows (or keep the partial of one begun earlier)");
+                              "the row-block's last stride: write its V rows (or keep the partial begun earlier)");
+          e.decl("const int", "rb", Expr("(int)(m" + D + " & 0x3fffffffu)"));
           {
-            auto keep = e.scope("if (!owned)");
+            auto keep = e.scope("if (head)");
             for_each_accumulator([&](const std::string &a) {
               e.line("#pragma unroll");
               e.line("for (int i = 0; i < " + S(n) + "; ++i) " + hd(a) + "[i] = " + a + "[i];");
             });
-            e.line("hd_rb = rb;");
+            e.line("hd_rb = rb, head = false;");
             e.close_open("else");
             e.decl("const int", "blk", Expr("rb"));
             epilogue();
           }
           zero_accumulators();
-          e.line("owned = false, open_rb = -1;");
-          e.close_open("else");
-          e.line("open_rb = rb;");
         }
-        issue(d, "cs + " + S(depth));
-        e.line("++cs;");
+        issue(d, "cs + " + S(depth + d) + " < cw1", depth + d);
       }
+      advance_pointers(depth);
     }
+    e.comment("---- the row-block left in acc_* (the piece's last stride did not end it): open_rb, and whether");
+    e.comment("     it began in this piece (owned) ----");
+    e.decl("const unsigned", "ml", Expr("cw < cw1 ? __ldg(stride_meta + cw1 - 1) : (1u << 31)"));
+    e.decl("const int", "open_rb", Expr("ml & (1u << 31) ? -1 : (int)(ml & 0x3fffffffu)"));
+    e.decl("const bool", "owned", Expr("!head"));
     e.comment("---- row-blocks cut between warps: each later warp's partial, added by the warp that started it ----");
     e.line("__syncthreads();", "every warp is done with B's slice: it holds the partial sums now");
     e.decl("int *", "part", Expr("(int *)smem"), "[warp][accumulator][register][lane]");
@@ -224,6 +275,49 @@ class SpmmDecode : public KernelGen {
       e.decl("const int", "blk", Expr("open_rb"));
       epilogue();
     }
+    if (cluster)
+      e.line(R"(asm volatile("barrier.cluster.wait.acquire;\n" ::);)",
+             "no block exits while a peer's copy may still write into it");
+  }
+
+  // B's slice by bulk copies (sm_90): the cluster's blocks each copy a part of every plane
+  // (whole 16-byte units), multicast to all of them; each block's barrier expects the whole
+  // slice. Then every thread waits for it, and the block says so to the cluster (the barrier
+  // waited for before exit).
+  void copy_slice_multicast() {
+    const int C = l.cluster;
+    e.line(R"(asm volatile("barrier.cluster.wait.acquire;\n" ::);)", "every block's barrier is ready");
+    {
+      auto t0 = e.scope("if (threadIdx.x == 0)", "---- this block's part of B's slice, to every block of the cluster ----");
+      e.comment("this thread's arrival, expecting the whole slice's bytes");
+      e.line(R"(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(K * )" +
+             S(l.slice_bytes_per_k) + "));");
+      e.decl_only("unsigned", "rank");
+      e.line(R"(asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));)");
+      for (size_t j = 0; j < p.rhs.size(); ++j) {
+        const std::string J = S((long long)j);
+        const int row = slice_row(p.rhs[j]);
+        auto plane = e.scope("", "plane " + J + ": K rows x " + S(row) + " bytes, in " + S(C) + " parts");
+        e.decl("const unsigned", "bytes", Expr("(unsigned)K * " + S(row)));
+        e.decl("const unsigned", "part", Expr("(bytes / 16 + " + S(C - 1) + ") / " + S(C) + " * 16"));
+        e.decl("const unsigned", "off", Expr("rank * part"));
+        auto live = e.scope("if (off < bytes)");
+        e.decl("const unsigned", "len", Expr("min(part, bytes - off)"));
+        e.decl("const unsigned char *", "src", Expr("b" + J + " + (long long)blockIdx.x * K * " + S(row) + " + off"));
+        e.line(R"(asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster")");
+        e.line(R"(             " [%0], [%1], %2, [%3], %4;\n")");
+        e.line(R"(             :: "r"((unsigned)__cvta_generic_to_shared(sb)" + J + R"( + off)), "l"(src), "r"(len),)");
+        e.line(R"(                "r"(bar), "h"((unsigned short))" + S((1 << C) - 1) + "));", "to blocks 0.." + S(C - 1));
+      }
+    }
+    {
+      auto w = e.scope("", "---- the slice: every thread waits for the barrier's phase 0 (every byte landed) ----");
+      e.decl("unsigned", "done", 0);
+      e.line(R"(do asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n")");
+      e.line(R"(                 " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar));)");
+      e.line("while (!done);");
+    }
+    e.line(R"(asm volatile("barrier.cluster.arrive.release;\n" ::);)", "this block has its slice");
   }
 };
 

@@ -14,8 +14,8 @@
 //   epilogue  int32: terms shifted and summed with two's-complement wrap
 //   bounds    max_exact_k 131071, max_term_k 131071
 //   launch    spmm-decode: 512 threads, 16 columns (1 tile(s)) a warp, block 16, block strides split over 16 warps,
-//             16-deep register ring, 64 B static smem + max(K,8) x 16 B dynamic (at least 8192 B: the warps' partial
-//             sums)
+//             16-deep register ring, clusters of 2 blocks sharing B's slice (TMA multicast), 72 B static smem +
+//             max(K,8) x 16 B dynamic (at least 8192 B: the warps' partial sums)
 //             params col_idx stride_meta stride_next a0 b0 c M N ldb K T
 //   cost      19.4606 (compute 1.48148, memory 19.3125)
 
@@ -50,7 +50,7 @@ __device__ __forceinline__ void mma_m16n8k32_s8_s8(int (&d)[4], const u32 (&a)[4
 // warp holding its first stride. Every output element is written once; no atomics.
 // Dynamic shared memory: max(max(K, 8) x (slice row bytes), the warps' partial sums).
 // ---------------------------------------------------------------------------------------
-extern "C" __global__ void __launch_bounds__(512, 1)
+extern "C" __global__ void __launch_bounds__(512, 1) __cluster_dims__(1, 2, 1)
 magicube_spmm_s8s8_v8_n16d_pf_sm90(
     const unsigned short *__restrict__ col_idx,  // per slot, 16-bit; 0xffff pads
     const unsigned *__restrict__ stride_meta,  // per stride: row-block | 1 << 30 first stride | 1 << 31 last
@@ -78,15 +78,15 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
   extern __shared__ __align__(16) unsigned char smem[];  // B's slice; after the loop, the warps' partial sums
   __shared__ int part_rb[WARPS];  // the row-block of each warp's partial sum (-1: none; -2: the warp had no strides)
   unsigned char *sb0 = smem;  // rhs plane 0 (s8@0, 8-bit): max(K, 8) rows x 16 bytes
-  // ---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----
-  {  // plane 0: K rows x 1 units of 16 bytes, stored swizzled and contiguous per slice
-    const unsigned char *src = b0 + (long long)blockIdx.x * K * 16;
-    for (int i = threadIdx.x; i < K; i += THREADS) {
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n"
-          :: "r"((unsigned)__cvta_generic_to_shared(sb0 + i * 16)), "l"(src + (long long)i * 16));
-    }
+  // ---- B's slice comes by bulk copies that complete on this barrier; every block of the cluster
+  // initializes its own before any copies into it (the cluster barrier below) ----
+  __shared__ __align__(8) unsigned long long slice_bar;
+  const unsigned bar = (unsigned)__cvta_generic_to_shared(&slice_bar);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bar));  // one arrival: this thread's, with the bytes
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
   }
-  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("barrier.cluster.arrive.release;\n" ::);  // waited for once A's first loads are out
   // ---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts
   // (two independent loads; no row-block is shared between blocks) ----
   const int bs = __ldg(stride_next + (int)((long long)T * blockIdx.y / gridDim.y));
@@ -94,224 +94,220 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
   // ---- this warp's piece [cw, cw1): an equal share of the run (row-blocks may be cut between warps) ----
   const int cw = bs + (int)((long long)(be - bs) * warp / WARPS);
   const int cw1 = bs + (int)((long long)(be - bs) * (warp + 1) / WARPS);
+  const unsigned short *pci = col_idx + (long long)cw * KS + lane;  // this lane's column index
+  const unsigned *pm = stride_meta + cw;  // the schedule word
+  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3 of row gid
+  const unsigned char *pa0 = a0 + (long long)cw * KS * V + gid * KS + tig * 8;
   // ---- the register ring: 16 strides in flight per warp ----
   int ci0 = 0;
   unsigned m0 = 0;
   u32 ls0_0[2];
   if (cw < cw1) {
-    const long long s = (long long)cw * KS;  // the stride's first slot
-    ci0 = __ldg(col_idx + s + lane);
+    ci0 = __ldg(pci);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls0_0[0] = q.x, ls0_0[1] = q.y;
     }
-    m0 = __ldg(stride_meta + cw);
+    m0 = __ldg(pm);
   }
   int ci1 = 0;
   unsigned m1 = 0;
   u32 ls1_0[2];
   if (cw + 1 < cw1) {
-    const long long s = (long long)(cw + 1) * KS;  // the stride's first slot
-    ci1 = __ldg(col_idx + s + lane);
+    ci1 = __ldg(pci + 1 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 256));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls1_0[0] = q.x, ls1_0[1] = q.y;
     }
-    m1 = __ldg(stride_meta + cw + 1);
+    m1 = __ldg(pm + 1);
   }
   int ci2 = 0;
   unsigned m2 = 0;
   u32 ls2_0[2];
   if (cw + 2 < cw1) {
-    const long long s = (long long)(cw + 2) * KS;  // the stride's first slot
-    ci2 = __ldg(col_idx + s + lane);
+    ci2 = __ldg(pci + 2 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 512));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls2_0[0] = q.x, ls2_0[1] = q.y;
     }
-    m2 = __ldg(stride_meta + cw + 2);
+    m2 = __ldg(pm + 2);
   }
   int ci3 = 0;
   unsigned m3 = 0;
   u32 ls3_0[2];
   if (cw + 3 < cw1) {
-    const long long s = (long long)(cw + 3) * KS;  // the stride's first slot
-    ci3 = __ldg(col_idx + s + lane);
+    ci3 = __ldg(pci + 3 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 768));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls3_0[0] = q.x, ls3_0[1] = q.y;
     }
-    m3 = __ldg(stride_meta + cw + 3);
+    m3 = __ldg(pm + 3);
   }
   int ci4 = 0;
   unsigned m4 = 0;
   u32 ls4_0[2];
   if (cw + 4 < cw1) {
-    const long long s = (long long)(cw + 4) * KS;  // the stride's first slot
-    ci4 = __ldg(col_idx + s + lane);
+    ci4 = __ldg(pci + 4 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 1024));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls4_0[0] = q.x, ls4_0[1] = q.y;
     }
-    m4 = __ldg(stride_meta + cw + 4);
+    m4 = __ldg(pm + 4);
   }
   int ci5 = 0;
   unsigned m5 = 0;
   u32 ls5_0[2];
   if (cw + 5 < cw1) {
-    const long long s = (long long)(cw + 5) * KS;  // the stride's first slot
-    ci5 = __ldg(col_idx + s + lane);
+    ci5 = __ldg(pci + 5 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 1280));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls5_0[0] = q.x, ls5_0[1] = q.y;
     }
-    m5 = __ldg(stride_meta + cw + 5);
+    m5 = __ldg(pm + 5);
   }
   int ci6 = 0;
   unsigned m6 = 0;
   u32 ls6_0[2];
   if (cw + 6 < cw1) {
-    const long long s = (long long)(cw + 6) * KS;  // the stride's first slot
-    ci6 = __ldg(col_idx + s + lane);
+    ci6 = __ldg(pci + 6 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 1536));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls6_0[0] = q.x, ls6_0[1] = q.y;
     }
-    m6 = __ldg(stride_meta + cw + 6);
+    m6 = __ldg(pm + 6);
   }
   int ci7 = 0;
   unsigned m7 = 0;
   u32 ls7_0[2];
   if (cw + 7 < cw1) {
-    const long long s = (long long)(cw + 7) * KS;  // the stride's first slot
-    ci7 = __ldg(col_idx + s + lane);
+    ci7 = __ldg(pci + 7 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 1792));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls7_0[0] = q.x, ls7_0[1] = q.y;
     }
-    m7 = __ldg(stride_meta + cw + 7);
+    m7 = __ldg(pm + 7);
   }
   int ci8 = 0;
   unsigned m8 = 0;
   u32 ls8_0[2];
   if (cw + 8 < cw1) {
-    const long long s = (long long)(cw + 8) * KS;  // the stride's first slot
-    ci8 = __ldg(col_idx + s + lane);
+    ci8 = __ldg(pci + 8 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 2048));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls8_0[0] = q.x, ls8_0[1] = q.y;
     }
-    m8 = __ldg(stride_meta + cw + 8);
+    m8 = __ldg(pm + 8);
   }
   int ci9 = 0;
   unsigned m9 = 0;
   u32 ls9_0[2];
   if (cw + 9 < cw1) {
-    const long long s = (long long)(cw + 9) * KS;  // the stride's first slot
-    ci9 = __ldg(col_idx + s + lane);
+    ci9 = __ldg(pci + 9 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 2304));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls9_0[0] = q.x, ls9_0[1] = q.y;
     }
-    m9 = __ldg(stride_meta + cw + 9);
+    m9 = __ldg(pm + 9);
   }
   int ci10 = 0;
   unsigned m10 = 0;
   u32 ls10_0[2];
   if (cw + 10 < cw1) {
-    const long long s = (long long)(cw + 10) * KS;  // the stride's first slot
-    ci10 = __ldg(col_idx + s + lane);
+    ci10 = __ldg(pci + 10 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 2560));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls10_0[0] = q.x, ls10_0[1] = q.y;
     }
-    m10 = __ldg(stride_meta + cw + 10);
+    m10 = __ldg(pm + 10);
   }
   int ci11 = 0;
   unsigned m11 = 0;
   u32 ls11_0[2];
   if (cw + 11 < cw1) {
-    const long long s = (long long)(cw + 11) * KS;  // the stride's first slot
-    ci11 = __ldg(col_idx + s + lane);
+    ci11 = __ldg(pci + 11 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 2816));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls11_0[0] = q.x, ls11_0[1] = q.y;
     }
-    m11 = __ldg(stride_meta + cw + 11);
+    m11 = __ldg(pm + 11);
   }
   int ci12 = 0;
   unsigned m12 = 0;
   u32 ls12_0[2];
   if (cw + 12 < cw1) {
-    const long long s = (long long)(cw + 12) * KS;  // the stride's first slot
-    ci12 = __ldg(col_idx + s + lane);
+    ci12 = __ldg(pci + 12 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 3072));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls12_0[0] = q.x, ls12_0[1] = q.y;
     }
-    m12 = __ldg(stride_meta + cw + 12);
+    m12 = __ldg(pm + 12);
   }
   int ci13 = 0;
   unsigned m13 = 0;
   u32 ls13_0[2];
   if (cw + 13 < cw1) {
-    const long long s = (long long)(cw + 13) * KS;  // the stride's first slot
-    ci13 = __ldg(col_idx + s + lane);
+    ci13 = __ldg(pci + 13 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 3328));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls13_0[0] = q.x, ls13_0[1] = q.y;
     }
-    m13 = __ldg(stride_meta + cw + 13);
+    m13 = __ldg(pm + 13);
   }
   int ci14 = 0;
   unsigned m14 = 0;
   u32 ls14_0[2];
   if (cw + 14 < cw1) {
-    const long long s = (long long)(cw + 14) * KS;  // the stride's first slot
-    ci14 = __ldg(col_idx + s + lane);
+    ci14 = __ldg(pci + 14 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 3584));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls14_0[0] = q.x, ls14_0[1] = q.y;
     }
-    m14 = __ldg(stride_meta + cw + 14);
+    m14 = __ldg(pm + 14);
   }
   int ci15 = 0;
   unsigned m15 = 0;
   u32 ls15_0[2];
   if (cw + 15 < cw1) {
-    const long long s = (long long)(cw + 15) * KS;  // the stride's first slot
-    ci15 = __ldg(col_idx + s + lane);
+    ci15 = __ldg(pci + 15 * KS);
     {
-      // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-      const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+      const uint2 q = __ldg((const uint2 *)(pa0 + 3840));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
       ls15_0[0] = q.x, ls15_0[1] = q.y;
     }
-    m15 = __ldg(stride_meta + cw + 15);
+    m15 = __ldg(pm + 15);
   }
-  asm volatile("cp.async.wait_group 0;\n" ::);  // this thread's part of the slice landed
-  __syncthreads();  // and every thread's
+  asm volatile("barrier.cluster.wait.acquire;\n" ::);  // every block's barrier is ready
+  if (threadIdx.x == 0) {  // ---- this block's part of B's slice, to every block of the cluster ----
+    // this thread's arrival, expecting the whole slice's bytes
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(K * 16));
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    {  // plane 0: K rows x 16 bytes, in 2 parts
+      const unsigned bytes = (unsigned)K * 16;
+      const unsigned part = (bytes / 16 + 1) / 2 * 16;
+      const unsigned off = rank * part;
+      if (off < bytes) {
+        const unsigned len = min(part, bytes - off);
+        const unsigned char *src = b0 + (long long)blockIdx.x * K * 16 + off;
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                     " [%0], [%1], %2, [%3], %4;\n"
+                     :: "r"((unsigned)__cvta_generic_to_shared(sb0 + off)), "l"(src), "r"(len),
+                        "r"(bar), "h"((unsigned short)3));  // to blocks 0..1
+      }
+    }
+  }
+  {  // ---- the slice: every thread waits for the barrier's phase 0 (every byte landed) ----
+    unsigned done = 0;
+    do asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar));
+    while (!done);
+  }
+  asm volatile("barrier.cluster.arrive.release;\n" ::);  // this block has its slice
   int acc_g0_r0_t0[4] = {};
   int hd_g0_r0_t0[4] = {};
   int hd_rb = -1;  // the row-block of the partial in hd_*: one that started before this piece and ended in it
-  int open_rb = -1;  // the row-block in acc_* when the last stride so far did not end it
-  bool owned = false;  // whether acc_*'s row-block started in this piece
-  int cs = cw;  // the stride consumed next
-  for (;;) {
+  // the piece begins inside a row-block begun in an earlier piece: its partial goes to hd_*
+  bool head = cw < cw1 && !(m0 & (1u << 30));
+  for (int cs = cw;; cs += 16) {  // cs: the stride in ring slot 0 (the pointers point at it)
     // ---- ring slot 0 ----
     if (cs >= cw1) break;
     {
@@ -330,13 +326,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls0_0);
-      const int rb = (int)(m0 & 0x3fffffffu);
-      if (m0 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m0 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m0 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m0 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -365,24 +360,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
       if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci0 = __ldg(col_idx + s + lane);
+        ci0 = __ldg(pci + 16 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4096));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls0_0[0] = q.x, ls0_0[1] = q.y;
         }
-        m0 = __ldg(stride_meta + cs + 16);
+        m0 = __ldg(pm + 16);
       }
-      ++cs;
     }
     // ---- ring slot 1 ----
-    if (cs >= cw1) break;
+    if (cs + 1 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci1 == 0xffff ? (lane & 7) : ci1;
@@ -399,13 +388,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls1_0);
-      const int rb = (int)(m1 & 0x3fffffffu);
-      if (m1 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m1 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m1 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m1 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -434,24 +422,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci1 = __ldg(col_idx + s + lane);
+      if (cs + 17 < cw1) {
+        ci1 = __ldg(pci + 17 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4352));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls1_0[0] = q.x, ls1_0[1] = q.y;
         }
-        m1 = __ldg(stride_meta + cs + 16);
+        m1 = __ldg(pm + 17);
       }
-      ++cs;
     }
     // ---- ring slot 2 ----
-    if (cs >= cw1) break;
+    if (cs + 2 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci2 == 0xffff ? (lane & 7) : ci2;
@@ -468,13 +450,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls2_0);
-      const int rb = (int)(m2 & 0x3fffffffu);
-      if (m2 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m2 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m2 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m2 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -503,24 +484,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci2 = __ldg(col_idx + s + lane);
+      if (cs + 18 < cw1) {
+        ci2 = __ldg(pci + 18 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4608));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls2_0[0] = q.x, ls2_0[1] = q.y;
         }
-        m2 = __ldg(stride_meta + cs + 16);
+        m2 = __ldg(pm + 18);
       }
-      ++cs;
     }
     // ---- ring slot 3 ----
-    if (cs >= cw1) break;
+    if (cs + 3 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci3 == 0xffff ? (lane & 7) : ci3;
@@ -537,13 +512,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls3_0);
-      const int rb = (int)(m3 & 0x3fffffffu);
-      if (m3 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m3 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m3 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m3 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -572,24 +546,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci3 = __ldg(col_idx + s + lane);
+      if (cs + 19 < cw1) {
+        ci3 = __ldg(pci + 19 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4864));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls3_0[0] = q.x, ls3_0[1] = q.y;
         }
-        m3 = __ldg(stride_meta + cs + 16);
+        m3 = __ldg(pm + 19);
       }
-      ++cs;
     }
     // ---- ring slot 4 ----
-    if (cs >= cw1) break;
+    if (cs + 4 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci4 == 0xffff ? (lane & 7) : ci4;
@@ -606,13 +574,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls4_0);
-      const int rb = (int)(m4 & 0x3fffffffu);
-      if (m4 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m4 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m4 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m4 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -641,24 +608,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci4 = __ldg(col_idx + s + lane);
+      if (cs + 20 < cw1) {
+        ci4 = __ldg(pci + 20 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 5120));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls4_0[0] = q.x, ls4_0[1] = q.y;
         }
-        m4 = __ldg(stride_meta + cs + 16);
+        m4 = __ldg(pm + 20);
       }
-      ++cs;
     }
     // ---- ring slot 5 ----
-    if (cs >= cw1) break;
+    if (cs + 5 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci5 == 0xffff ? (lane & 7) : ci5;
@@ -675,13 +636,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls5_0);
-      const int rb = (int)(m5 & 0x3fffffffu);
-      if (m5 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m5 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m5 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m5 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -710,24 +670,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci5 = __ldg(col_idx + s + lane);
+      if (cs + 21 < cw1) {
+        ci5 = __ldg(pci + 21 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 5376));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls5_0[0] = q.x, ls5_0[1] = q.y;
         }
-        m5 = __ldg(stride_meta + cs + 16);
+        m5 = __ldg(pm + 21);
       }
-      ++cs;
     }
     // ---- ring slot 6 ----
-    if (cs >= cw1) break;
+    if (cs + 6 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci6 == 0xffff ? (lane & 7) : ci6;
@@ -744,13 +698,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls6_0);
-      const int rb = (int)(m6 & 0x3fffffffu);
-      if (m6 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m6 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m6 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m6 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -779,24 +732,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci6 = __ldg(col_idx + s + lane);
+      if (cs + 22 < cw1) {
+        ci6 = __ldg(pci + 22 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 5632));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls6_0[0] = q.x, ls6_0[1] = q.y;
         }
-        m6 = __ldg(stride_meta + cs + 16);
+        m6 = __ldg(pm + 22);
       }
-      ++cs;
     }
     // ---- ring slot 7 ----
-    if (cs >= cw1) break;
+    if (cs + 7 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci7 == 0xffff ? (lane & 7) : ci7;
@@ -813,13 +760,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls7_0);
-      const int rb = (int)(m7 & 0x3fffffffu);
-      if (m7 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m7 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m7 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m7 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -848,24 +794,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci7 = __ldg(col_idx + s + lane);
+      if (cs + 23 < cw1) {
+        ci7 = __ldg(pci + 23 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 5888));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls7_0[0] = q.x, ls7_0[1] = q.y;
         }
-        m7 = __ldg(stride_meta + cs + 16);
+        m7 = __ldg(pm + 23);
       }
-      ++cs;
     }
     // ---- ring slot 8 ----
-    if (cs >= cw1) break;
+    if (cs + 8 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci8 == 0xffff ? (lane & 7) : ci8;
@@ -882,13 +822,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls8_0);
-      const int rb = (int)(m8 & 0x3fffffffu);
-      if (m8 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m8 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m8 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m8 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -917,24 +856,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci8 = __ldg(col_idx + s + lane);
+      if (cs + 24 < cw1) {
+        ci8 = __ldg(pci + 24 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 6144));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls8_0[0] = q.x, ls8_0[1] = q.y;
         }
-        m8 = __ldg(stride_meta + cs + 16);
+        m8 = __ldg(pm + 24);
       }
-      ++cs;
     }
     // ---- ring slot 9 ----
-    if (cs >= cw1) break;
+    if (cs + 9 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci9 == 0xffff ? (lane & 7) : ci9;
@@ -951,13 +884,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls9_0);
-      const int rb = (int)(m9 & 0x3fffffffu);
-      if (m9 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m9 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m9 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m9 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -986,24 +918,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci9 = __ldg(col_idx + s + lane);
+      if (cs + 25 < cw1) {
+        ci9 = __ldg(pci + 25 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 6400));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls9_0[0] = q.x, ls9_0[1] = q.y;
         }
-        m9 = __ldg(stride_meta + cs + 16);
+        m9 = __ldg(pm + 25);
       }
-      ++cs;
     }
     // ---- ring slot 10 ----
-    if (cs >= cw1) break;
+    if (cs + 10 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci10 == 0xffff ? (lane & 7) : ci10;
@@ -1020,13 +946,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls10_0);
-      const int rb = (int)(m10 & 0x3fffffffu);
-      if (m10 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m10 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m10 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m10 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -1055,24 +980,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci10 = __ldg(col_idx + s + lane);
+      if (cs + 26 < cw1) {
+        ci10 = __ldg(pci + 26 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 6656));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls10_0[0] = q.x, ls10_0[1] = q.y;
         }
-        m10 = __ldg(stride_meta + cs + 16);
+        m10 = __ldg(pm + 26);
       }
-      ++cs;
     }
     // ---- ring slot 11 ----
-    if (cs >= cw1) break;
+    if (cs + 11 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci11 == 0xffff ? (lane & 7) : ci11;
@@ -1089,13 +1008,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls11_0);
-      const int rb = (int)(m11 & 0x3fffffffu);
-      if (m11 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m11 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m11 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m11 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -1124,24 +1042,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci11 = __ldg(col_idx + s + lane);
+      if (cs + 27 < cw1) {
+        ci11 = __ldg(pci + 27 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 6912));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls11_0[0] = q.x, ls11_0[1] = q.y;
         }
-        m11 = __ldg(stride_meta + cs + 16);
+        m11 = __ldg(pm + 27);
       }
-      ++cs;
     }
     // ---- ring slot 12 ----
-    if (cs >= cw1) break;
+    if (cs + 12 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci12 == 0xffff ? (lane & 7) : ci12;
@@ -1158,13 +1070,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls12_0);
-      const int rb = (int)(m12 & 0x3fffffffu);
-      if (m12 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m12 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m12 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m12 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -1193,24 +1104,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci12 = __ldg(col_idx + s + lane);
+      if (cs + 28 < cw1) {
+        ci12 = __ldg(pci + 28 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 7168));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls12_0[0] = q.x, ls12_0[1] = q.y;
         }
-        m12 = __ldg(stride_meta + cs + 16);
+        m12 = __ldg(pm + 28);
       }
-      ++cs;
     }
     // ---- ring slot 13 ----
-    if (cs >= cw1) break;
+    if (cs + 13 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci13 == 0xffff ? (lane & 7) : ci13;
@@ -1227,13 +1132,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls13_0);
-      const int rb = (int)(m13 & 0x3fffffffu);
-      if (m13 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m13 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m13 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m13 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -1262,24 +1166,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci13 = __ldg(col_idx + s + lane);
+      if (cs + 29 < cw1) {
+        ci13 = __ldg(pci + 29 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 7424));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls13_0[0] = q.x, ls13_0[1] = q.y;
         }
-        m13 = __ldg(stride_meta + cs + 16);
+        m13 = __ldg(pm + 29);
       }
-      ++cs;
     }
     // ---- ring slot 14 ----
-    if (cs >= cw1) break;
+    if (cs + 14 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci14 == 0xffff ? (lane & 7) : ci14;
@@ -1296,13 +1194,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls14_0);
-      const int rb = (int)(m14 & 0x3fffffffu);
-      if (m14 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m14 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m14 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m14 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -1331,24 +1228,18 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci14 = __ldg(col_idx + s + lane);
+      if (cs + 30 < cw1) {
+        ci14 = __ldg(pci + 30 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 7680));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls14_0[0] = q.x, ls14_0[1] = q.y;
         }
-        m14 = __ldg(stride_meta + cs + 16);
+        m14 = __ldg(pm + 30);
       }
-      ++cs;
     }
     // ---- ring slot 15 ----
-    if (cs >= cw1) break;
+    if (cs + 15 >= cw1) break;
     {
       // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
       const int row = ci15 == 0xffff ? (lane & 7) : ci15;
@@ -1365,13 +1256,12 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
       }
       mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls15_0);
-      const int rb = (int)(m15 & 0x3fffffffu);
-      if (m15 & (1u << 30)) owned = true;  // the row-block's first stride
-      if (m15 & (1u << 31)) {  // its last stride: write its V rows (or keep the partial of one begun earlier)
-        if (!owned) {
+      if (m15 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m15 & 0x3fffffffu);
+        if (head) {
           #pragma unroll
           for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
-          hd_rb = rb;
+          hd_rb = rb, head = false;
         } else {
           const int blk = rb;
           // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
@@ -1400,23 +1290,23 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         }
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
-        owned = false, open_rb = -1;
-      } else {
-        open_rb = rb;
       }
-      if (cs + 16 < cw1) {
-        const long long s = (long long)(cs + 16) * KS;  // the stride's first slot
-        ci15 = __ldg(col_idx + s + lane);
+      if (cs + 31 < cw1) {
+        ci15 = __ldg(pci + 31 * KS);
         {
-          // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
-          const uint2 q = __ldg((const uint2 *)(a0 + s * V + gid * KS + tig * 8));
+          const uint2 q = __ldg((const uint2 *)(pa0 + 7936));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls15_0[0] = q.x, ls15_0[1] = q.y;
         }
-        m15 = __ldg(stride_meta + cs + 16);
+        m15 = __ldg(pm + 31);
       }
-      ++cs;
     }
+    pci += 16 * KS, pm += 16, pa0 += 4096;  // the next ring turn
   }
+  // ---- the row-block left in acc_* (the piece's last stride did not end it): open_rb, and whether
+  // it began in this piece (owned) ----
+  const unsigned ml = cw < cw1 ? __ldg(stride_meta + cw1 - 1) : (1u << 31);
+  const int open_rb = ml & (1u << 31) ? -1 : (int)(ml & 0x3fffffffu);
+  const bool owned = !head;
   // ---- row-blocks cut between warps: each later warp's partial, added by the warp that started it ----
   __syncthreads();  // every warp is done with B's slice: it holds the partial sums now
   int *part = (int *)smem;  // [warp][accumulator][register][lane]
@@ -1466,4 +1356,5 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       }
     }
   }
+  asm volatile("barrier.cluster.wait.acquire;\n" ::);  // no block exits while a peer's copy may still write into it
 }
