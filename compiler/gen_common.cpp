@@ -545,8 +545,7 @@ llvm::Expected<std::string> assemble(const Plan &p, const KernelFrame &f, Kernel
   for (const std::string &d : f.doc) src += (d.empty() ? "//" : "// " + d) + "\n";
   src += rule;
   src += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(p.launch.threads) +
-         (f.min_blocks ? ", " + std::to_string(f.min_blocks) : "") + ")" +
-         (p.launch.cluster > 1 ? " __cluster_dims__(1, " + std::to_string(p.launch.cluster) + ", 1)" : "") + "\n";
+         (f.min_blocks ? ", " + std::to_string(f.min_blocks) : "") + ")\n";
   // The parameter list is the plan's (Plan::launch.params): the runtime packs arguments from
   // the same list.
   src += p.kernel_name() + "(\n";

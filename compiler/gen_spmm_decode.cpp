@@ -154,24 +154,9 @@ class SpmmDecode : public KernelGen {
     e.decl_only("__shared__ int", "part_rb[WARPS]",
                 "the row-block of each warp's partial sum (-1: none; -2: the warp had no strides)");
     declare_slice_planes();
-    const bool cluster = l.cluster > 1;
-    if (cluster) {
-      e.comment("---- B's slice comes by bulk copies that complete on this barrier; every block of the cluster");
-      e.comment("     initializes its own before any copies into it (the cluster barrier below) ----");
-      e.decl_only("__shared__ __align__(8) unsigned long long", "slice_bar");
-      e.decl("const unsigned", "bar", Expr("(unsigned)__cvta_generic_to_shared(&slice_bar)"));
-      {
-        auto s = e.scope("if (threadIdx.x == 0)");
-        e.line(R"(asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" :: "r"(bar));)",
-               "one arrival: this thread's, with the bytes");
-        e.line(R"(asm volatile("fence.mbarrier_init.release.cluster;\n" ::);)");
-      }
-      e.line(R"(asm volatile("barrier.cluster.arrive.release;\n" ::);)", "waited for once A's first loads are out");
-    } else {
-      e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
-      copy_slice();
-      commit();
-    }
+    e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
+    copy_slice();
+    commit();
     e.comment("---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts");
     e.comment("     (two independent loads; no row-block is shared between blocks) ----");
     e.decl("const int", "bs", Expr("__ldg(stride_next + (int)((long long)T * blockIdx.y / gridDim.y))"));
@@ -188,12 +173,8 @@ class SpmmDecode : public KernelGen {
       for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", "ls" + D + "_" + S(g) + "[" + S(lhs_regs()) + "]");
       issue(d, d ? "cw + " + D + " < cw1" : std::string("cw < cw1"), d);
     }
-    if (cluster) {
-      copy_slice_multicast();
-    } else {
-      wait_all("this thread's part of the slice landed");
-      e.line("__syncthreads();", "and every thread's");
-    }
+    wait_all("this thread's part of the slice landed");
+    e.line("__syncthreads();", "and every thread's");
     declare_accumulators("");
     for_each_accumulator([&](const std::string &a) { e.decl(("int"), hd(a) + "[" + S(n) + "]", Expr("{}")); });
     e.decl("int", "hd_rb", -1, "the row-block of the partial in hd_*: one that started before this piece and ended in it");
@@ -275,49 +256,6 @@ class SpmmDecode : public KernelGen {
       e.decl("const int", "blk", Expr("open_rb"));
       epilogue();
     }
-    if (cluster)
-      e.line(R"(asm volatile("barrier.cluster.wait.acquire;\n" ::);)",
-             "no block exits while a peer's copy may still write into it");
-  }
-
-  // B's slice by bulk copies (sm_90): the cluster's blocks each copy a part of every plane
-  // (whole 16-byte units), multicast to all of them; each block's barrier expects the whole
-  // slice. Then every thread waits for it, and the block says so to the cluster (the barrier
-  // waited for before exit).
-  void copy_slice_multicast() {
-    const int C = l.cluster;
-    e.line(R"(asm volatile("barrier.cluster.wait.acquire;\n" ::);)", "every block's barrier is ready");
-    {
-      auto t0 = e.scope("if (threadIdx.x == 0)", "---- this block's part of B's slice, to every block of the cluster ----");
-      e.comment("this thread's arrival, expecting the whole slice's bytes");
-      e.line(R"(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(K * )" +
-             S(l.slice_bytes_per_k) + "));");
-      e.decl_only("unsigned", "rank");
-      e.line(R"(asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));)");
-      for (size_t j = 0; j < p.rhs.size(); ++j) {
-        const std::string J = S((long long)j);
-        const int row = slice_row(p.rhs[j]);
-        auto plane = e.scope("", "plane " + J + ": K rows x " + S(row) + " bytes, in " + S(C) + " parts");
-        e.decl("const unsigned", "bytes", Expr("(unsigned)K * " + S(row)));
-        e.decl("const unsigned", "part", Expr("(bytes / 16 + " + S(C - 1) + ") / " + S(C) + " * 16"));
-        e.decl("const unsigned", "off", Expr("rank * part"));
-        auto live = e.scope("if (off < bytes)");
-        e.decl("const unsigned", "len", Expr("min(part, bytes - off)"));
-        e.decl("const unsigned char *", "src", Expr("b" + J + " + (long long)blockIdx.x * K * " + S(row) + " + off"));
-        e.line(R"(asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster")");
-        e.line(R"(             " [%0], [%1], %2, [%3], %4;\n")");
-        e.line(R"(             :: "r"((unsigned)__cvta_generic_to_shared(sb)" + J + R"( + off)), "l"(src), "r"(len),)");
-        e.line(R"(                "r"(bar), "h"((unsigned short))" + S((1 << C) - 1) + "));", "to blocks 0.." + S(C - 1));
-      }
-    }
-    {
-      auto w = e.scope("", "---- the slice: every thread waits for the barrier's phase 0 (every byte landed) ----");
-      e.decl("unsigned", "done", 0);
-      e.line(R"(do asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n")");
-      e.line(R"(                 " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar));)");
-      e.line("while (!done);");
-    }
-    e.line(R"(asm volatile("barrier.cluster.arrive.release;\n" ::);)", "this block has its slice");
   }
 };
 

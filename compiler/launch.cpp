@@ -206,23 +206,19 @@ std::string plan_launch(Plan &p) {
       // not fit 128 registers: 8 warps of 255 registers instead.
       l.warps_per_group = accs <= 4 ? 16 : 8;
       l.threads = l.warps_per_group * 32;
-      // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: the deepest ring that
-      // leaves no spill (ptxas, sm_80 and sm_90, every decode type x V x BSn x output): 16 for
-      // one accumulator tile of one lhs group (107-112 registers), 12 for two (102-112), 6 for
-      // three, 4 for four (3 with an int64 or float output), 4 at 8 warps. A decode problem is
-      // a few round trips to HBM per warp, so the deeper the ring, the fewer.
+      // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: 8 for one or two
+      // accumulator tiles, else the deepest ring that leaves no spill (ptxas, sm_80 and sm_90,
+      // every decode type x V x BSn x output): 6 for three, 4 for four (3 with an int64 or
+      // float output), 4 at 8 warps. Deeper rings fit (16 for one tile, 12 for two) but did not
+      // run faster on the H100 (int8 A 13.3 us at 8, 13.8 at 16; a probe of the load pattern
+      // alone, 2112 warps x 16 strides ahead, 0.2-0.9 us slower than 8 ahead: bench/NOTES.md,
+      // Session 10) and doubled the kernel's compile time.
       l.ring_depth = s.stages ? s.stages
-                     : accs == 1 && p.groups.size() == 1 ? 16
-                     : accs <= 2 ? 12
+                     : accs <= 2 ? 8
                      : accs == 3 ? 6
                      : accs == 4 ? (s.out == OutType::Int32 ? 4 : 3)
                                  : 4;
       l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial
-      // On sm_90 two blocks (an SM pair) load B's slice once between them: each copies half with
-      // one bulk copy multicast to both (cp.async.bulk ... multicast::cluster), which halves the
-      // slice's L2 traffic (132 blocks x K x BSn bytes: 2.6 us of a 14 us decode at K=4096,
-      // BSn=16 on the H100). The mbarrier the copies complete on: 8 more bytes.
-      if (p.spec.arch >= 90) l.cluster = 2, l.static_smem += 8;
       l.reduction_smem = l.warps_per_group * accs * c_regs(p.shape) * 32 * 4;
       for (const Chunk &c : p.rhs) l.slice_bytes_per_k += slice_row_bytes(p, c);
       for (const Chunk &c : p.rhs) {
@@ -297,7 +293,6 @@ std::string Launch::str() const {
   if (family == KernelFamily::SpmmResident) o += ", " + S(ring_depth) + "-deep register ring";
   if (family == KernelFamily::SpmmDecode)
     o += ", block strides split over " + S(threads / 32) + " warps, " + S(ring_depth) + "-deep register ring";
-  if (cluster > 1) o += ", clusters of " + S(cluster) + " blocks sharing B's slice (TMA multicast)";
   o += ", " + S(static_smem) + " B static smem";
   if (slice_bytes_per_k) o += " + max(K,8) x " + S(slice_bytes_per_k) + " B dynamic";
   if (family == KernelFamily::SpmmDecode) o += " (at least " + S(reduction_smem) + " B: the warps' partial sums)";

@@ -66,8 +66,6 @@ struct Launch {
                               // decode: the warps' partial accumulators (dynamic, over B's slice once the loop is done)
   int slice_bytes_per_k = 0;  // resident, decode: dynamic shared memory per row of B (every rhs plane)
   int block_cols = 64;        // dense columns (SDDMM: vectors) per block: grid x = ceil(N / block_cols)
-  int cluster = 1;            // decode on sm_90: thread blocks of a cluster along grid y that load B's slice
-                              // once between them (each a part, multicast to all by TMA); 1 = no cluster
   std::vector<KernelParam> params;  // in order
 
   // B's slice lives in dynamic shared memory (resident, decode).

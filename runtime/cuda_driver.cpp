@@ -25,7 +25,7 @@ namespace {
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)         \
   X(cuMemsetD8) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)          \
   X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)               \
-  X(cuEventSynchronize) X(cuStreamIsCapturing) X(cuOccupancyMaxActiveClusters)                              \
+  X(cuEventSynchronize) X(cuStreamIsCapturing)                                                              \
   X(cuEventElapsedTime)
 
 #define MAGICUBE_STR2(x) #x
@@ -420,20 +420,6 @@ llvm::Error raise_shared_limit(CUfunction function, int bytes) {
   if (auto e = require_driver()) return e;
   return CU_CTX("MAX_DYNAMIC_SHARED_SIZE_BYTES = " + llvm::Twine(bytes), cuFuncSetAttribute, function,
                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
-}
-
-llvm::Expected<int> max_active_clusters(CUfunction function, Dim3 cluster, Dim3 block, unsigned shared_bytes) {
-  if (auto e = require_driver()) return std::move(e);
-  CUlaunchConfig config{};
-  config.gridDimX = cluster.x, config.gridDimY = cluster.y, config.gridDimZ = cluster.z;  // one cluster
-  config.blockDimX = block.x, config.blockDimY = block.y, config.blockDimZ = block.z;
-  config.sharedMemBytes = shared_bytes;
-  int clusters = 0;
-  if (auto e = CU_CTX("cluster " + llvm::Twine(dims(cluster)) + ", block " + dims(block) + ", " +
-                          llvm::Twine(shared_bytes) + " bytes of dynamic shared memory",
-                      cuOccupancyMaxActiveClusters, &clusters, function, &config))
-    return std::move(e);
-  return clusters;
 }
 
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,

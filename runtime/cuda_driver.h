@@ -193,10 +193,6 @@ llvm::Expected<int> static_shared_bytes(CUfunction function);
 // Lets `function` use up to `bytes` of dynamic shared memory (cuFuncSetAttribute); static
 // plus dynamic may not exceed the device's opt-in maximum per block.
 llvm::Error raise_shared_limit(CUfunction function, int bytes);
-// How many clusters of `function` (its compile-time cluster dims) can be resident at once
-// with `block` threads and `shared_bytes` of dynamic shared memory a block
-// (cuOccupancyMaxActiveClusters): a grid of more clusters runs in waves.
-llvm::Expected<int> max_active_clusters(CUfunction function, Dim3 cluster, Dim3 block, unsigned shared_bytes);
 
 // A CUDA event (for timing). Move-only.
 class Event {

@@ -303,20 +303,12 @@ Dim3 resident_grid(const Launch &l, int64_t n, int64_t row_blocks, size_t smem, 
   return Dim3{unsigned(slices), unsigned(parts), 1};
 }
 
-Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int sm_count, int max_clusters) {
+Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int sm_count) {
   // Slices of BSn columns (one when N <= BSn) x one block per SM: each block loads its slice of
   // B once and its warps stream a stride-balanced run of row-blocks (the kernel finds it from
   // the row pointers), so more blocks would only load B again. At most one block per row-block.
   const int64_t slices = l.grid_x(n);
-  int64_t parts = std::clamp<int64_t>(int64_t(sm_count) / slices, 1, std::min<int64_t>(row_blocks, 65535));
-  if (l.cluster > 1) {
-    // Whole clusters (a block of an empty run still copies its part of B's slice), no more
-    // than are resident at once: a second wave would double the time.
-    const int64_t c = l.cluster;
-    int64_t cap = int64_t(sm_count) / slices / c;
-    if (max_clusters > 0) cap = std::min<int64_t>(cap, max_clusters / slices);
-    parts = std::max<int64_t>(1, std::min<int64_t>((parts + c - 1) / c, cap)) * c;
-  }
+  const int64_t parts = std::clamp<int64_t>(int64_t(sm_count) / slices, 1, std::min<int64_t>(row_blocks, 65535));
   return Dim3{unsigned(slices), unsigned(parts), 1};
 }
 
@@ -371,7 +363,7 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
                  " needs " + llvm::Twine(smem) + " bytes of shared memory for K=" + llvm::Twine(b.k) +
                  " at BSn=" + llvm::Twine(plan_.spec.bsn) + " but a block may use " + llvm::Twine(max_shared_) +
                  "; use a smaller bsn or a plan without resident B");
-    const Dim3 grid = l.family == KernelFamily::SpmmDecode ? decode_grid(l, b.n, a.num_blocks, sm_count_, max_clusters_)
+    const Dim3 grid = l.family == KernelFamily::SpmmDecode ? decode_grid(l, b.n, a.num_blocks, sm_count_)
                                                             : resident_grid(l, b.n, a.num_blocks, smem, sm_count_);
     return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true);
   }
@@ -490,16 +482,6 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
     if (!fixed) return fixed.takeError();
     k->max_shared_ -= *fixed;  // what is left for dynamic shared memory
     if (auto e = raise_shared_limit(k->fn_, k->max_shared_)) return e;
-  }
-  if (plan.launch.cluster > 1) {  // resident clusters at the most shared memory a block may take
-    auto clusters = max_active_clusters(k->fn_, Dim3{1, unsigned(plan.launch.cluster), 1},
-                                        Dim3{unsigned(plan.launch.threads), 1, 1}, unsigned(k->max_shared_));
-    if (!clusters) return clusters.takeError();
-    if (*clusters < 1)
-      return err("spmm: " + llvm::Twine(k->src_.name) + ": no cluster of " + llvm::Twine(plan.launch.cluster) +
-                 " blocks fits this device");
-    k->max_clusters_ = *clusters;
-    log().debug("{}: {} clusters of {} resident at once", k->src_.name, *clusters, plan.launch.cluster);
   }
   log().debug("loaded {} for sm_{}", k->src_.name, *arch);
   auto stored = loaded_kernels().put(ctx.get(), key, k);

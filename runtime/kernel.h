@@ -112,9 +112,7 @@ Dim3 resident_grid(const Launch &launch, int64_t n, int64_t row_blocks, size_t s
 
 // The grid of a decode SpMM kernel: x = slices of BSn columns (one when N <= BSn), y = one
 // block per SM (at most one per row-block); the kernel balances the row-blocks by strides.
-// With clusters (launch.cluster blocks along y), y is a multiple of the cluster and the grid
-// at most `max_clusters` clusters (those resident at once; 0: no bound known).
-Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int sm_count, int max_clusters = 0);
+Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int sm_count);
 
 // A loaded kernel of either op.
 class Kernel {
@@ -145,7 +143,6 @@ class Kernel {
   CUfunction fn_ = nullptr;
   int arch_ = 0;
   int sm_count_ = 0, max_shared_ = 0;  // the device's SMs; dynamic shared memory a block may use (bytes)
-  int max_clusters_ = 0;               // decode with clusters: how many are resident at once
 };
 
 using SpmmKernel = Kernel;
