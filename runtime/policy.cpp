@@ -169,13 +169,15 @@ constexpr double kRefSms = 132, kRefL2Bytes = 50e6;  // the H100's
 // kernel ran 5-13 % faster than dense (bench/NOTES.md, Session 8).
 constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 1450;
 // Our kernels: the decode kernel (N <= 64) streams its weight once per column slice at about
-// 2 TB/s after a fixed 7.4 us, plus 12.3 us per MB of the B slice each block loads first
-// (K x BSn bytes: 0.8 us at K=4096, 2.8 us at 14336). The fit over 18 problems (the six llm
-// shapes x s 0.5/0.7/0.9 at N=16, L2 flushed, 2026-11-25 19:14 UTC; 8.6-28.9 us) is within
-// 7 % of each. The others, at small N, stream at 0.3-0.9 TB/s. At large N they run at a rate
-// per V (s8 x s8, N = 2048-8192: V=8 100-155 TOPS, V=4 58, V=2 31).
-constexpr double kSparseLaunchUs = 5.0, kOtherBytesPerUs = 0.45e6;
-constexpr double kDecodeLaunchUs = 7.4, kDecodeBytesPerUs = 2.0e6, kDecodeSliceUsPerByte = 12.3e-6;
+// 2 TB/s after a fixed 6.6 us, plus 12.3 us per MB of the B slice each block loads first
+// (K x BSn bytes: 0.8 us at K=4096, 2.8 us at 14336). The fit over the 126 decode problems
+// of the L8-R8 V=8 llm grid (N 1-64, the six shapes, s 0.5/0.7/0.9, L2 flushed, 2026-11-25
+// 20:50 UTC, the 8-deep pointer ring; 8.3-50.4 us) is within 8 % of each. The others, at small
+// N, stream at 0.3-0.5 TB/s (the ring kernel) and 0.5-0.9 TB/s (B resident: the same grid at
+// N = 128-512). At large N they run at a rate per V (s8 x s8, N = 2048-8192: V=8 100-155
+// TOPS, V=4 58, V=2 31).
+constexpr double kSparseLaunchUs = 5.0, kOtherBytesPerUs = 0.45e6, kResidentBytesPerUs = 0.8e6;
+constexpr double kDecodeLaunchUs = 6.6, kDecodeBytesPerUs = 2.05e6, kDecodeSliceUsPerByte = 12.3e-6;
 // With 4-bit A planes (widened to int8 in registers when a stride is consumed) the decode
 // kernel is bound by the widening past about 2.2 G elements of A a us (L4-R8 V=8, 4096x4096
 // and 14336x4096 at s 0.5-0.9, N=16: 8.0-21.6 us, 2026-11-25 19:35 UTC), still faster than
@@ -217,17 +219,18 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double index_bytes = streams_weight(plan) ? 2 : 4;
   const bool decode = streams_weight(plan);
   // The decode kernel reads A once per column slice, the slices' blocks at the same time: the
-  // later reads come from L2 while A is small against it (+22 % a slice at 10.5 MB), from HBM
-  // as it is not (+42 % at 36.7 MB), and streams 20 % slower per extra 16-column accumulator
-  // tile (N = 16 / 32 / 64 at M=K=4096 and 4096x14336, s 0.5-0.9, 2026-11-25 19:14-19:24 UTC).
+  // later reads come from L2 while A is small against it, from HBM as it is not (+15 % a slice
+  // at 10 MB, +45 % at 88 MB in the fit above); a wider tile (BSn 32) streams as fast.
   const double a_bytes = vectors * (v * lhs_bytes + index_bytes);
   const double slices = decode ? std::ceil(n / double(std::max(1, spec.bsn))) : 1;
-  const double reread = std::min(1.0, 0.15 + 0.8 * a_bytes / kRefL2Bytes);
+  const double reread = std::min(1.0, 0.15 + 0.4 * a_bytes / kRefL2Bytes);
   const double reads = 1 + reread * (slices - 1), tiles = std::max(1.0, spec.bsn / 16.0);
   const double sparse_bytes = reads * a_bytes + k * n * rhs_bytes + out_bytes * m * n;
   const double slice_us = decode ? k * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;  // B's slice, per block
   const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
-  const double stream = decode ? kDecodeBytesPerUs / (1 + 0.2 * (tiles - 1)) : kOtherBytesPerUs;
+  const double stream = decode                                                    ? kDecodeBytesPerUs
+                        : plan.launch.family == KernelFamily::SpmmResident ? kResidentBytesPerUs
+                                                                            : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale),
                          launch + 2 * vectors * v * n / (kSparseTops[vi] * scale * 1e6));

@@ -180,21 +180,28 @@ TEST(DenseRoute, ModelPicksTheFasterRouteOnTheGridsCloseCalls) {
     double s;
     Route faster;  // measured: sparse kernel against dense cuBLASLt (us)
   };
-  // The decode kernel (2026-11-25 19:14 UTC) against cuBLASLt (the llm grid's, 17:35 UTC).
+  // The llm grid's L8-R8 V=8 problems (2026-11-25 20:50 UTC, L2 flushed): our sparse kernel
+  // (the decode kernel's 8-deep pointer ring at N <= 64, B resident above) against cuBLASLt.
   const Case cases[] = {
-      {4096, 4096, 16, 0.5, Route::Sparse},    // 13.8 against 14.8
-      {4096, 4096, 32, 0.5, Route::Dense},     // 15.8 against 14.5
-      {4096, 4096, 64, 0.5, Route::Dense},     // 16.7 against 14.8
-      {4096, 4096, 32, 0.7, Route::Sparse},    // 12.7 against 14.5
-      {4096, 4096, 64, 0.7, Route::Sparse},    // 13.4 against 14.8
-      {11008, 4096, 16, 0.5, Route::Sparse},   // 22.3 against 27.6
-      {14336, 4096, 16, 0.5, Route::Sparse},   // 26.3 against 33.2
-      {4096, 14336, 16, 0.5, Route::Sparse},   // 28.9 against 34.2
-      {6144, 4096, 16, 0.5, Route::Sparse},    // 15.6 against 18.6
-      {4096, 4096, 1, 0.9, Route::Sparse},     // 8.6 against 14.7
-      // four (two) 16-column slices at K=14336 (2026-11-25 19:24 UTC): A read 2.3x (1.4x)
-      {4096, 14336, 64, 0.7, Route::Dense},    // 36.1 against 34.8
-      {4096, 14336, 32, 0.5, Route::Dense},    // 36.2 against 34.7
+      {4096, 4096, 16, 0.5, Route::Sparse},     // 12.7 against 15.0
+      {4096, 4096, 32, 0.5, Route::Sparse},     // 13.4 against 14.9 (went dense before the refit)
+      {4096, 4096, 64, 0.5, Route::Dense},      // 15.3 against 14.9
+      {4096, 4096, 32, 0.7, Route::Sparse},     // 11.6 against 14.9
+      {4096, 4096, 64, 0.7, Route::Sparse},     // 12.4 against 14.9
+      {11008, 4096, 16, 0.5, Route::Sparse},    // 21.1 against 28.3
+      {14336, 4096, 16, 0.5, Route::Sparse},    // 25.8 against 33.5
+      {4096, 14336, 16, 0.5, Route::Sparse},    // 28.3 against 34.7
+      {6144, 4096, 16, 0.5, Route::Sparse},     // 14.8 against 19.0
+      {6144, 4096, 32, 0.5, Route::Sparse},     // 15.7 against 19.1 (went dense before)
+      {4096, 4096, 1, 0.9, Route::Sparse},      // 8.6 against 14.6
+      {4096, 14336, 32, 0.5, Route::Dense},     // 35.2 against 34.5: two 16-column slices read A twice
+      {4096, 11008, 64, 0.5, Route::Dense},     // 39.1 against 28.5: four slices
+      {14336, 4096, 64, 0.5, Route::Dense},     // 36.1 against 33.5
+      {11008, 4096, 64, 0.5, Route::Dense},     // 29.2 against 27.7
+      // B resident (n32r) at N=128: 0.8-0.9 TB/s, not the ring kernel's 0.45 (went dense before)
+      {14336, 4096, 128, 0.9, Route::Sparse},   // 23.6 against 35.7
+      {11008, 4096, 128, 0.9, Route::Sparse},   // 22.3 against 32.8
+      {6144, 4096, 128, 0.9, Route::Sparse},    // 14.5 against 20.0
   };
   for (const Case &c : cases) {
     RouteEstimate e;
