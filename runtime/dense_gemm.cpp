@@ -284,16 +284,21 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
     if (auto e = run(a, bt, c, workspace, stream)) {  // warm-up; an algorithm that fails is skipped
       log().debug("dense route: algorithm {} refused: {}", i, llvm::toString(std::move(e)));
       usable[i] = false;
-      continue;
     }
-    for (int r = 0; r < runs; ++r) {
+  }
+  // Round-robin: run r of every algorithm, then run r + 1, so that a slow spell of the device
+  // (clocks, other work) costs each candidate a run instead of deciding for one: timed one
+  // algorithm after another, a long benchmark once kept a 3x slower choice for its process.
+  for (int r = 0; r < runs; ++r)
+    for (size_t i = 0; i < d.algos.size(); ++i) {
+      if (!usable[i]) continue;
+      d.chosen = int(i);
       const size_t at = i * size_t(runs) + size_t(r);
       if (auto e = flush->memset(uint8_t(r))) return e;
       if (auto e = start[at].record(stream)) return e;
       if (auto e = run(a, bt, c, workspace, stream)) return e;
       if (auto e = stop[at].record(stream)) return e;
     }
-  }
   if (auto e = ctx.synchronize()) return e;
   double best = std::numeric_limits<double>::infinity();
   int best_i = -1;
@@ -306,6 +311,8 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
       ms.push_back(*x);
     }
     std::sort(ms.begin(), ms.end());
+    log().debug("dense route: M={} N={} K={}: candidate {} ({}) median {:.4f} ms over {} runs", m_, n_, k_, i,
+                dense_form_name(d.forms[size_t(d.algos[i].form)].form), ms[ms.size() / 2], runs);
     if (ms[ms.size() / 2] < best) best = ms[ms.size() / 2], best_i = int(i);
   }
   if (best_i < 0) return err("dense route: every cuBLASLt algorithm failed for M=" + llvm::Twine(m_) + " N=" + llvm::Twine(n_) + " K=" + llvm::Twine(k_));
