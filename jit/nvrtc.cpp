@@ -88,7 +88,7 @@ std::string nvrtc_error_context(const std::string &log, const std::string &file_
 }
 
 llvm::Expected<std::string> nvrtc_compile(const std::string &source, const std::string &file_name, int arch,
-                                          Emit emit, const std::vector<std::string> &extra_options) {
+                                          Emit emit, const std::vector<std::string> &extra_options, std::string *log_out) {
   const std::string name = file_name.empty() ? "kernel.cu" : file_name;
   if (arch < 10 || arch > 999)
     return make_error("nvrtc_compile of " + name + ": arch " + std::to_string(arch) +
@@ -141,6 +141,7 @@ llvm::Expected<std::string> nvrtc_compile(const std::string &source, const std::
     return make_error(msg);
   }
   if (!build_log.empty()) log().debug("nvrtc log for {} ({}):\n{}", name, target, build_log);
+  if (log_out) *log_out = build_log;
 
   std::string image;
   size_t size = 0;

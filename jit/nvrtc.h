@@ -17,8 +17,11 @@ enum class Emit { PTX, CUBIN };
 // --gpu-architecture=compute_XX and nvrtcGetPTX. Always -std=c++17; never fast math.
 // `extra_options` are appended as given (e.g. "-lineinfo", "-I<dir>", "-DNAME=1").
 // The result is the raw image: PTX text (without the trailing NUL) or cubin (ELF) bytes.
+// `log`, when given, receives NVRTC's log of a successful compile (ptxas's report with
+// "--ptxas-options=-v": registers, spills).
 llvm::Expected<std::string> nvrtc_compile(const std::string &source, const std::string &file_name, int arch,
-                                          Emit emit, const std::vector<std::string> &extra_options = {});
+                                          Emit emit, const std::vector<std::string> &extra_options = {},
+                                          std::string *log = nullptr);
 
 // NVRTC's version as "major.minor", e.g. "13.0"; "unknown" if nvrtcVersion fails.
 std::string nvrtc_version();
