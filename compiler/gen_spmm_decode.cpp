@@ -8,11 +8,16 @@
 // schedule word (its row-block, whether it is the row-block's first or last stride: packed with
 // A, runtime/packing.h) of the next DEPTH strides into registers (an unrolled register ring):
 // finding a block's run takes two independent loads, a warp's piece none, and a block keeps
-// WARPS x DEPTH strides of A in flight whatever the row lengths. A row-block cut between warps
-// is summed in shared memory at the end: the warp that holds its first stride adds the
-// others' partial accumulators (kept in registers, then written over B's slice) and writes it.
+// WARPS x DEPTH strides of A in flight whatever the row lengths. The lane's loads go through
+// pointers that advance once a ring turn, each slot at a constant offset: no index arithmetic
+// a stride, and the row-block state changes only at a row-block's last stride. A row-block
+// cut between warps is summed in shared memory at the end: the warp that holds its first
+// stride adds the others' partial accumulators (kept in registers, then written over B's
+// slice) and writes it.
 // Every output element is written once, by one warp, without atomics. Column indices are read
 // as 16 bits (B in shared memory bounds K far below 65535): 64 bytes a stride instead of 128.
+#include <algorithm>
+
 #include "compiler/gen_common.h"
 
 namespace magicube::gen {
