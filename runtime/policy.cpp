@@ -219,8 +219,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double index_bytes = streams_weight(plan) ? 2 : 4;
   const bool decode = streams_weight(plan);
   // The decode kernel reads A once per column slice, the slices' blocks at the same time: the
-  // later reads come from L2 while A is small against it, from HBM as it is not (+15 % a slice
-  // at 10 MB, +45 % at 88 MB in the fit above); a wider tile (BSn 32) streams as fast.
+  // later reads come from L2 while A is small against it, from HBM as it is not (+23 % a slice
+  // at 10 MB, +45 % at 37 MB in the fit above); a wider tile (BSn 32) streams as fast.
   const double a_bytes = vectors * (v * lhs_bytes + index_bytes);
   const double slices = decode ? std::ceil(n / double(std::max(1, spec.bsn))) : 1;
   const double reread = std::min(1.0, 0.15 + 0.4 * a_bytes / kRefL2Bytes);
@@ -228,9 +228,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double sparse_bytes = reads * a_bytes + k * n * rhs_bytes + out_bytes * m * n;
   const double slice_us = decode ? k * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;  // B's slice, per block
   const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
-  const double stream = decode                                                    ? kDecodeBytesPerUs
-                        : plan.launch.family == KernelFamily::SpmmResident ? kResidentBytesPerUs
-                                                                            : kOtherBytesPerUs;
+  const bool resident = plan.launch.family == KernelFamily::SpmmResident;
+  const double stream = decode ? kDecodeBytesPerUs : resident ? kResidentBytesPerUs : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale),
                          launch + 2 * vectors * v * n / (kSparseTops[vi] * scale * 1e6));

@@ -1,5 +1,5 @@
 // Shared by the tests that run the magicube CLI (or magicube-bench) as a child process: the
-// binaries' paths, a shell runner, and a temp dir removed at the end of the test.
+// binaries' paths and a shell runner (the temp dir and file helpers: tests/fs_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "tests/fs_util.h"
 
 #ifndef MAGICUBE_CLI
 #error "MAGICUBE_CLI (the path of the magicube binary) must be defined"
@@ -67,22 +68,5 @@ inline CliResult run_shell(const std::string &cmd) {
   return r;
 }
 
-// A temp dir removed at the end of the test.
-class TempDir {
- public:
-  explicit TempDir(const char *prefix = "magicube-test") {
-    llvm::SmallString<128> p;
-    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(prefix, p))
-      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
-    path_ = std::string(p.str());
-    ::chmod(path_.c_str(), 0700);  // private whatever the umask: the disk cache refuses shared dirs
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
-  const std::string &path() const { return path_; }
-  std::string file(const std::string &name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace magicube::testing

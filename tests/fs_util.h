@@ -24,21 +24,26 @@ namespace magicube::testing {
 
 // A fresh directory (mode 0700 whatever the umask), removed with what it holds afterwards,
 // even if a test made it unreadable.
-struct TempDir {
-  std::string path;
+class TempDir {
+ public:
   explicit TempDir(const char *prefix = "magicube-test") {
     llvm::SmallString<128> p;
-    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory(prefix, p));
-    path = std::string(p.str());
-    ::chmod(path.c_str(), 0700);
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(prefix, p))
+      ADD_FAILURE() << "cannot create a temp dir: " << ec.message();
+    path_ = std::string(p.str());
+    ::chmod(path_.c_str(), 0700);  // private whatever the umask: the disk cache refuses shared dirs
   }
   ~TempDir() {
-    ::chmod(path.c_str(), 0700);
-    llvm::sys::fs::remove_directories(path);
+    ::chmod(path_.c_str(), 0700);
+    llvm::sys::fs::remove_directories(path_);
   }
   TempDir(const TempDir &) = delete;
   TempDir &operator=(const TempDir &) = delete;
-  std::string sub(const std::string &name) const { return path + "/" + name; }
+  const std::string &path() const { return path_; }
+  std::string file(const std::string &name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
 };
 
 // Sets (or unsets, with nullptr) an environment variable for one scope.

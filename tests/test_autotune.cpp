@@ -9,15 +9,12 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
 #include <set>
-#include <sstream>
 #include <thread>
 
-#include <spdlog/sinks/ostream_sink.h>
 
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
@@ -30,6 +27,7 @@
 #include "runtime/reference.h"
 #include "support/log.h"
 #include "tests/cli_util.h"
+#include "tests/fs_util.h"
 #include "tests/fault_util.h"
 #include "tests/gpu/gpu_env.h"
 #include "tests/gpu/gpu_run.h"
@@ -53,40 +51,6 @@ std::vector<std::string> list_dir(const std::string &dir) {
   return names;
 }
 
-std::string read_file(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-void write_file(const std::string &path, const std::string &text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-}
-
-// Captures what the magicube logger writes at warn and above while alive.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)), level_(log().level()) {
-    log().sinks().push_back(sink_);
-    log().set_level(spdlog::level::warn);
-  }
-  ~LogCapture() {
-    auto &s = log().sinks();
-    s.erase(std::remove(s.begin(), s.end(), sink_), s.end());
-    log().set_level(level_);
-  }
-  std::string text() {
-    log().flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum level_;
-};
 
 // An M x K matrix whose vectors are present independently with probability 1 - sparsity.
 VectorSparse bernoulli(uint64_t seed, int64_t m, int64_t k, int v, double sparsity, const ElemType &t) {

@@ -133,7 +133,7 @@ void expect_refused_and_nvrtc_takes_over(const std::string &path, const std::str
 
 TEST(Bundle, WriteLoadAndHitWithoutCompiling) {
   TempDir tmp;
-  const std::string path = tmp.sub("kernels.mcbundle");
+  const std::string path = tmp.file("kernels.mcbundle");
   ASSERT_FALSE(bool(write_bundle(path, {kGenerator, nvrtc_version(), "two tiny kernels"}, Compiled::get().inputs)));
   LogCapture logs;
   auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
@@ -174,13 +174,13 @@ TEST(Bundle, WriteLoadAndHitWithoutCompiling) {
 
 TEST(Bundle, TheWriteIsAtomicAndLeavesNoTemp) {
   TempDir tmp;
-  const std::string path = tmp.sub("k.mcbundle");
+  const std::string path = tmp.file("k.mcbundle");
   write_file(path, "old");
   ASSERT_FALSE(bool(write_bundle(path, {kGenerator, nvrtc_version(), ""}, Compiled::get().inputs)));
   EXPECT_EQ(read_file(path), good_bundle_bytes({kGenerator, nvrtc_version(), ""}));
   std::error_code ec;
   size_t files = 0;
-  for (llvm::sys::fs::directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec)) ++files;
+  for (llvm::sys::fs::directory_iterator it(tmp.path(), ec), end; it != end && !ec; it.increment(ec)) ++files;
   EXPECT_EQ(files, 1u);
 }
 
@@ -209,7 +209,7 @@ TEST(Bundle, EncodeRefusesDuplicateAndMalformedKeys) {
 
 TEST(Bundle, ACorruptCubinIsRefusedOnUseWithOneWarningAndNvrtcTakesOver) {
   TempDir tmp;
-  const std::string path = tmp.sub("k.mcbundle");
+  const std::string path = tmp.file("k.mcbundle");
   std::string bytes = good_bundle_bytes();
   bytes[bytes.size() - 100] ^= 0x40;  // inside the last cubin (kernel 2)
   write_file(path, bytes);
@@ -238,7 +238,7 @@ TEST(Bundle, ACorruptCubinIsRefusedOnUseWithOneWarningAndNvrtcTakesOver) {
 
 TEST(Bundle, ABundleThatShrinksAfterItWasOpenedIsRefusedOnUse) {
   TempDir tmp;
-  const std::string path = tmp.sub("k.mcbundle");
+  const std::string path = tmp.file("k.mcbundle");
   write_file(path, good_bundle_bytes());
   auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
   ASSERT_EQ(bundles.size(), 1u);
@@ -255,7 +255,7 @@ TEST(Bundle, ABundleThatShrinksAfterItWasOpenedIsRefusedOnUse) {
 
 TEST(Bundle, ACorruptIndexByteIsRefused) {
   TempDir tmp;
-  const std::string path = tmp.sub("k.mcbundle");
+  const std::string path = tmp.file("k.mcbundle");
   std::string bytes = good_bundle_bytes();
   bytes[first_entry_at(bytes) + 40] ^= 1;  // entry 0's cubin hash
   write_file(path, bytes);
@@ -264,21 +264,21 @@ TEST(Bundle, ACorruptIndexByteIsRefused) {
 
 TEST(Bundle, ATruncatedBundleIsRefused) {
   TempDir tmp;
-  const std::string path = tmp.sub("k.mcbundle");
+  const std::string path = tmp.file("k.mcbundle");
   std::string bytes = good_bundle_bytes();
   write_file(path, bytes.substr(0, bytes.size() - 1));
   expect_refused_and_nvrtc_takes_over(path, "truncated");
-  const std::string short_path = tmp.sub("short.mcbundle");
+  const std::string short_path = tmp.file("short.mcbundle");
   write_file(short_path, bytes.substr(0, 20));
   expect_refused_and_nvrtc_takes_over(short_path, "shorter than the 64-byte header");
-  const std::string empty_path = tmp.sub("empty.mcbundle");
+  const std::string empty_path = tmp.file("empty.mcbundle");
   write_file(empty_path, "");
   expect_refused_and_nvrtc_takes_over(empty_path, "truncated");
 }
 
 TEST(Bundle, AForeignGeneratorOrNvrtcIsRefusedNamingBoth) {
   TempDir tmp;
-  const std::string gen = tmp.sub("gen.mcbundle"), nv = tmp.sub("nvrtc.mcbundle");
+  const std::string gen = tmp.file("gen.mcbundle"), nv = tmp.file("nvrtc.mcbundle");
   write_file(gen, good_bundle_bytes({"gen-test-0", nvrtc_version(), ""}));
   expect_refused_and_nvrtc_takes_over(gen, "built by generator 'gen-test-0', this library is 'gen-test-1'");
   write_file(nv, good_bundle_bytes({kGenerator, "11.8", ""}));
@@ -287,7 +287,7 @@ TEST(Bundle, AForeignGeneratorOrNvrtcIsRefusedNamingBoth) {
 
 TEST(Bundle, WrongMagicOrFormatVersionIsRefused) {
   TempDir tmp;
-  const std::string path = tmp.sub("magic.mcbundle"), ver = tmp.sub("ver.mcbundle"), elf = tmp.sub("elf.mcbundle");
+  const std::string path = tmp.file("magic.mcbundle"), ver = tmp.file("ver.mcbundle"), elf = tmp.file("elf.mcbundle");
   std::string bytes = good_bundle_bytes();
   std::string magic = bytes;
   magic[0] = 'X';
@@ -304,27 +304,27 @@ TEST(Bundle, WrongMagicOrFormatVersionIsRefused) {
 
 TEST(Bundle, SymlinksSpecialFilesAndPlantedFilesAreRefused) {
   TempDir tmp;
-  const std::string real = tmp.sub("real.mcbundle"), link = tmp.sub("link.mcbundle");
+  const std::string real = tmp.file("real.mcbundle"), link = tmp.file("link.mcbundle");
   write_file(real, good_bundle_bytes());
   ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
   expect_refused_and_nvrtc_takes_over(link, "symlink");
-  expect_refused_and_nvrtc_takes_over(tmp.path, "directory");
-  const std::string fifo = tmp.sub("fifo.mcbundle");
+  expect_refused_and_nvrtc_takes_over(tmp.path(), "directory");
+  const std::string fifo = tmp.file("fifo.mcbundle");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   expect_refused_and_nvrtc_takes_over(fifo, "FIFO");
-  const std::string writable = tmp.sub("w.mcbundle");
+  const std::string writable = tmp.file("w.mcbundle");
   write_file(writable, good_bundle_bytes());
   ::chmod(writable.c_str(), 0666);
   expect_refused_and_nvrtc_takes_over(writable, "writable by every user");
   // In a directory others can write (and not sticky): anyone could have replaced it.
-  const std::string open_dir = tmp.sub("open");
+  const std::string open_dir = tmp.file("open");
   ASSERT_EQ(::mkdir(open_dir.c_str(), 0700), 0);
   const std::string in_open = open_dir + "/k.mcbundle";
   write_file(in_open, good_bundle_bytes());
   ::chmod(open_dir.c_str(), 0777);
   expect_refused_and_nvrtc_takes_over(in_open, "a directory others can write");
   ::chmod(open_dir.c_str(), 0700);
-  expect_refused_and_nvrtc_takes_over(tmp.sub("missing.mcbundle"), "does not exist");
+  expect_refused_and_nvrtc_takes_over(tmp.file("missing.mcbundle"), "does not exist");
 }
 
 TEST(Bundle, HostileSizesAreRefusedBeforeUse) {
@@ -354,12 +354,12 @@ TEST(Bundle, HostileSizesAreRefusedBeforeUse) {
     SCOPED_TRACE(c.name);
     std::string bytes = base;
     c.edit(bytes);
-    const std::string path = tmp.sub(std::string(c.name) + ".mcbundle");
+    const std::string path = tmp.file(std::string(c.name) + ".mcbundle");
     write_file(path, bytes);
     expect_refused_and_nvrtc_takes_over(path, c.why);
   }
   // A file over the loader's bound is refused without being read (a sparse file: no disk used).
-  const std::string huge = tmp.sub("huge.mcbundle");
+  const std::string huge = tmp.file("huge.mcbundle");
   write_file(huge, base);
   ASSERT_EQ(::truncate(huge.c_str(), off_t(Bundle::kMaxBundleBytes + 1)), 0);
   expect_refused_and_nvrtc_takes_over(huge, "larger than the 512.0 MiB bound");
@@ -395,7 +395,7 @@ TEST(Bundle, PathsFromTheEnvironment) {
 
 TEST(Bundle, TheProcessCacheOpensMagicubeBundleOnce) {
   TempDir tmp;
-  const std::string path = tmp.sub("k.mcbundle");
+  const std::string path = tmp.file("k.mcbundle");
   write_file(path, good_bundle_bytes());
   EnvGuard e("MAGICUBE_BUNDLE", path.c_str());
   CompileCache cache(std::nullopt);
@@ -409,7 +409,7 @@ TEST(Bundle, TheProcessCacheOpensMagicubeBundleOnce) {
 
 TEST(Bundle, ConcurrentLookupsAllHit) {
   TempDir tmp;
-  const std::string path = tmp.sub("k.mcbundle");
+  const std::string path = tmp.file("k.mcbundle");
   write_file(path, good_bundle_bytes());
   auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
   ASSERT_EQ(bundles.size(), 1u);

@@ -100,12 +100,12 @@ TEST(CacheKey, SensitiveToEveryField) {
 
 TEST(DiskCache, StoreLoadRoundTrip) {
   TempDir tmp;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   EXPECT_TRUE(c.enabled());
   const CacheKey k = key_of("a");
   const std::string payload = binary_payload(10000);
   ASSERT_FALSE(llvm::errorToBool(c.store(k, payload)));
-  EXPECT_EQ(c.entry_path(k), tmp.path + "/" + k.hex + ".cubin");
+  EXPECT_EQ(c.entry_path(k), tmp.path() + "/" + k.hex + ".cubin");
   EXPECT_TRUE(exists(c.entry_path(k)));
   auto got = c.load(k);
   ASSERT_TRUE(got.has_value());
@@ -124,7 +124,7 @@ TEST(DiskCache, StoreLoadRoundTrip) {
 TEST(DiskCache, MissIsQuiet) {
   TempDir tmp;
   LogCapture logs;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   EXPECT_FALSE(c.load(key_of("nothing")).has_value());
   EXPECT_EQ(logs.text(), "");
   EXPECT_EQ(c.stats().entries, 0u);
@@ -132,7 +132,7 @@ TEST(DiskCache, MissIsQuiet) {
 
 TEST(DiskCache, CorruptEntriesAreWarnedDeletedAndMissed) {
   TempDir tmp;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   const CacheKey k = key_of("corrupt");
   const std::string payload = binary_payload(4096);
   const std::string file = c.entry_path(k);
@@ -166,20 +166,20 @@ TEST(DiskCache, CorruptEntriesAreWarnedDeletedAndMissed) {
 TEST(DiskCache, DisabledByEnv) {
   TempDir tmp;
   const CacheKey k = key_of("env");
-  ASSERT_FALSE(llvm::errorToBool(open_or_die(tmp.path).store(k, "payload")));
+  ASSERT_FALSE(llvm::errorToBool(open_or_die(tmp.path()).store(k, "payload")));
   EnvGuard off("MAGICUBE_CACHE", "0");
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   EXPECT_FALSE(c.enabled());
   EXPECT_FALSE(c.load(k).has_value());  // present on disk, still a miss
   const CacheKey k2 = key_of("env2");
   EXPECT_FALSE(llvm::errorToBool(c.store(k2, "x")));
   EXPECT_FALSE(exists(c.entry_path(k2)));
   // Disabled: nothing is created either.
-  DiskCache fresh = open_or_die(tmp.sub("never/created"));
-  EXPECT_FALSE(exists(tmp.sub("never")));
+  DiskCache fresh = open_or_die(tmp.file("never/created"));
+  EXPECT_FALSE(exists(tmp.file("never")));
   {
     EnvGuard on("MAGICUBE_CACHE", "1");
-    EXPECT_TRUE(open_or_die(tmp.path).enabled());
+    EXPECT_TRUE(open_or_die(tmp.path()).enabled());
   }
 }
 
@@ -187,45 +187,45 @@ TEST(DiskCache, DefaultPathResolution) {
   TempDir tmp;
   EnvGuard no_off("MAGICUBE_CACHE", nullptr);
   {
-    EnvGuard d("MAGICUBE_CACHE_DIR", tmp.sub("explicit").c_str());
+    EnvGuard d("MAGICUBE_CACHE_DIR", tmp.file("explicit").c_str());
     auto c = DiskCache::open_default();
     ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
-    EXPECT_EQ(c->path(), tmp.sub("explicit"));
+    EXPECT_EQ(c->path(), tmp.file("explicit"));
   }
   EnvGuard d("MAGICUBE_CACHE_DIR", nullptr);
   {
-    EnvGuard x("XDG_CACHE_HOME", tmp.sub("xdg").c_str());
+    EnvGuard x("XDG_CACHE_HOME", tmp.file("xdg").c_str());
     auto c = DiskCache::open_default();
     ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
-    EXPECT_EQ(c->path(), tmp.sub("xdg/magicube"));
+    EXPECT_EQ(c->path(), tmp.file("xdg/magicube"));
   }
   EnvGuard x("XDG_CACHE_HOME", nullptr);
-  EnvGuard h("HOME", tmp.sub("home").c_str());
+  EnvGuard h("HOME", tmp.file("home").c_str());
   auto c = DiskCache::open_default();
   ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
-  EXPECT_EQ(c->path(), tmp.sub("home/.cache/magicube"));
+  EXPECT_EQ(c->path(), tmp.file("home/.cache/magicube"));
   // Created with its parents, owner-only.
   for (const char *p : {"home", "home/.cache", "home/.cache/magicube"}) {
     struct stat st {};
-    ASSERT_EQ(::stat(tmp.sub(p).c_str(), &st), 0) << p;
+    ASSERT_EQ(::stat(tmp.file(p).c_str(), &st), 0) << p;
     EXPECT_EQ(st.st_mode & 0777, 0700u) << p;
   }
 }
 
 TEST(DiskCache, ParentIsAFileIsAnErrorNamingTheDir) {
   TempDir tmp;
-  write_file(tmp.sub("plain"), "not a dir");
-  const std::string dir = tmp.sub("plain/cache");
+  write_file(tmp.file("plain"), "not a dir");
+  const std::string dir = tmp.file("plain/cache");
   auto c = DiskCache::open(dir);
   ASSERT_FALSE(bool(c));
   std::string msg = llvm::toString(c.takeError());
   EXPECT_NE(msg.find("cache dir " + dir), std::string::npos) << msg;
   EXPECT_NE(msg.find("Not a directory"), std::string::npos) << msg;
 
-  auto f = DiskCache::open(tmp.sub("plain"));  // the path itself is a file
+  auto f = DiskCache::open(tmp.file("plain"));  // the path itself is a file
   ASSERT_FALSE(bool(f));
   msg = llvm::toString(f.takeError());
-  EXPECT_NE(msg.find("cache dir " + tmp.sub("plain")), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cache dir " + tmp.file("plain")), std::string::npos) << msg;
   EXPECT_NE(msg.find("Not a directory"), std::string::npos) << msg;
 }
 
@@ -233,8 +233,8 @@ TEST(DiskCache, ParentIsAFileIsAnErrorNamingTheDir) {
 // valid entries; stores are skipped. (As root the check runs as an unprivileged child.)
 TEST(DiskCache, ReadOnlyDirServesItsEntries) {
   TempDir tmp;
-  ::chmod(tmp.path.c_str(), 0711);  // the child may have to traverse it
-  const std::string dir = tmp.sub("ro");
+  ::chmod(tmp.path().c_str(), 0711);  // the child may have to traverse it
+  const std::string dir = tmp.file("ro");
   const CacheKey k = key_of("read-only");
   const std::string payload = binary_payload(5000, 9);
   std::string entry;
@@ -270,7 +270,7 @@ TEST(DiskCache, RefusesADirectoryOthersCanWrite) {
   TempDir tmp;
   for (mode_t mode : {0777, 0770, 0733, 0702}) {
     SCOPED_TRACE(mode);
-    const std::string dir = tmp.sub("shared" + std::to_string(mode));
+    const std::string dir = tmp.file("shared" + std::to_string(mode));
     ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
     ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
     auto c = DiskCache::open(dir);
@@ -281,15 +281,15 @@ TEST(DiskCache, RefusesADirectoryOthersCanWrite) {
     EXPECT_NE(msg.find("chmod go-w"), std::string::npos) << msg;
   }
   // 0755 and 0700 are fine.
-  ASSERT_EQ(::mkdir(tmp.sub("mine").c_str(), 0755), 0);
-  ASSERT_EQ(::chmod(tmp.sub("mine").c_str(), 0755), 0);
-  EXPECT_TRUE(open_or_die(tmp.sub("mine")).enabled());
+  ASSERT_EQ(::mkdir(tmp.file("mine").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(tmp.file("mine").c_str(), 0755), 0);
+  EXPECT_TRUE(open_or_die(tmp.file("mine")).enabled());
 }
 
 TEST(DiskCache, RefusesADirectoryOwnedBySomeoneElse) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
   TempDir tmp;
-  const std::string dir = tmp.sub("theirs");
+  const std::string dir = tmp.file("theirs");
   ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
   ASSERT_EQ(::chown(dir.c_str(), 4242, 4242), 0);
   auto c = DiskCache::open(dir);
@@ -302,7 +302,7 @@ TEST(DiskCache, RefusesADirectoryOwnedBySomeoneElse) {
 // served: the process cache warns once and compiles without the disk level.
 TEST(CompileCache, PlantedEntryInASharedDirIsNeverServed) {
   TempDir tmp;
-  const std::string dir = tmp.sub("shared");
+  const std::string dir = tmp.file("shared");
   ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
   const CacheKey k = make_cache_key("gen-1", "tiny-planted", "", 80, nvrtc_version());
   write_file(dir + "/" + k.hex + ".cubin", encode_cache_entry("PLANTED: not a cubin"));
@@ -321,12 +321,12 @@ TEST(CompileCache, PlantedEntryInASharedDirIsNeverServed) {
 // file is a warned miss, without blocking and without reading it.
 TEST(DiskCache, SymlinksSpecialFilesAndHugeEntriesAreRefused) {
   TempDir tmp;
-  const std::string dir = tmp.sub("c");
+  const std::string dir = tmp.file("c");
   DiskCache c = open_or_die(dir);
   const CacheKey k = key_of("special");
   const std::string file = c.entry_path(k);
   // A valid entry elsewhere, reached through a symlink: still refused (origin unknown).
-  const std::string elsewhere = tmp.sub("valid-entry");
+  const std::string elsewhere = tmp.file("valid-entry");
   write_file(elsewhere, encode_cache_entry("payload"));
 
   struct Case {
@@ -336,7 +336,7 @@ TEST(DiskCache, SymlinksSpecialFilesAndHugeEntriesAreRefused) {
   } cases[] = {
       {"symlink to /dev/zero", [&] { ASSERT_EQ(::symlink("/dev/zero", file.c_str()), 0); }, "symlink"},
       {"symlink to a valid entry", [&] { ASSERT_EQ(::symlink(elsewhere.c_str(), file.c_str()), 0); }, "symlink"},
-      {"dangling symlink", [&] { ASSERT_EQ(::symlink(tmp.sub("nowhere").c_str(), file.c_str()), 0); }, "symlink"},
+      {"dangling symlink", [&] { ASSERT_EQ(::symlink(tmp.file("nowhere").c_str(), file.c_str()), 0); }, "symlink"},
       {"FIFO", [&] { ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0); }, "FIFO"},
       {"directory", [&] { ASSERT_EQ(::mkdir(file.c_str(), 0700), 0); }, "directory"},
       {"oversized file", [&] {
@@ -377,7 +377,7 @@ TEST(DiskCache, SymlinksSpecialFilesAndHugeEntriesAreRefused) {
 
 TEST(DiskCache, KillNineMidWriteLeavesNoServedEntryAndTheTempIsSweptByTheNextStore) {
   TempDir tmp;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   const CacheKey k = key_of("killed");
   const std::string payload = binary_payload(8 << 20, 5);  // 8 MiB: the kill lands mid-write
   int with_temp = 0;
@@ -407,11 +407,11 @@ TEST(DiskCache, KillNineMidWriteLeavesNoServedEntryAndTheTempIsSweptByTheNextSto
 
 TEST(DiskCache, StoreRemovesStaleTempsButNotLiveOnes) {
   TempDir tmp;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   const std::string hex = key_of("0").hex;
-  const std::string stale = tmp.sub(hex + ".cubin.tmp.2147483646.0123456789abcdef");  // no such pid
-  const std::string live = tmp.sub(hex + ".cubin.tmp." + std::to_string(::getpid()) + ".0123456789abcdef");
-  const std::string probe = tmp.sub("write-probe.tmp.2147483646.0123456789abcdef");
+  const std::string stale = tmp.file(hex + ".cubin.tmp.2147483646.0123456789abcdef");  // no such pid
+  const std::string live = tmp.file(hex + ".cubin.tmp." + std::to_string(::getpid()) + ".0123456789abcdef");
+  const std::string probe = tmp.file("write-probe.tmp.2147483646.0123456789abcdef");
   for (const auto &f : {stale, live, probe}) write_file(f, "partial");
   EXPECT_EQ(c.stats().temps, 3u);
   ASSERT_FALSE(llvm::errorToBool(c.store(key_of("1"), "p")));
@@ -423,7 +423,7 @@ TEST(DiskCache, StoreRemovesStaleTempsButNotLiveOnes) {
 
 TEST(DiskCache, SizeBoundEvictsTheLeastRecentlyUsed) {
   TempDir tmp;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   const std::string payload = binary_payload(1000);
   const uint64_t entry = DiskCache::kHeaderSize + payload.size();
   c.set_max_bytes(3 * entry);
@@ -470,32 +470,32 @@ TEST(DiskCache, MaxBytesFromTheEnvironment) {
     SCOPED_TRACE(cs.value);
     EnvGuard env("MAGICUBE_CACHE_MAX_BYTES", cs.value);
     LogCapture logs;
-    EXPECT_EQ(open_or_die(tmp.path).max_bytes(), cs.bytes);
+    EXPECT_EQ(open_or_die(tmp.path()).max_bytes(), cs.bytes);
     if (cs.warns) {
       EXPECT_NE(logs.text().find("MAGICUBE_CACHE_MAX_BYTES='banana' is not a size"), std::string::npos) << logs.text();
     }
   }
   EnvGuard unset("MAGICUBE_CACHE_MAX_BYTES", nullptr);
-  EXPECT_EQ(open_or_die(tmp.path).max_bytes(), DiskCache::kDefaultMaxBytes);
+  EXPECT_EQ(open_or_die(tmp.path()).max_bytes(), DiskCache::kDefaultMaxBytes);
 }
 
 TEST(DiskCache, UnknownMagicubeCacheValueIsWarnedAboutAndIgnored) {
   TempDir tmp;
   EnvGuard env("MAGICUBE_CACHE", "banana");
   LogCapture logs;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   EXPECT_TRUE(c.enabled());
   EXPECT_NE(logs.text().find("MAGICUBE_CACHE='banana' is not 0 or 1"), std::string::npos) << logs.text();
 }
 
 TEST(DiskCache, ClearRemovesOnlyOurEntriesAndStaleTemps) {
   TempDir tmp;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   for (int i = 0; i < 3; ++i) ASSERT_FALSE(llvm::errorToBool(c.store(key_of(std::to_string(i)), "p")));
   const std::string hex = key_of("0").hex;
-  const std::string stale = tmp.sub(hex + ".cubin.tmp.2147483646.0123456789abcdef");  // no such pid
-  const std::string live = tmp.sub(hex + ".cubin.tmp." + std::to_string(::getpid()) + ".0123456789abcdef");
-  const std::string other = tmp.sub("notes.txt"), short_name = tmp.sub("abc.cubin");
+  const std::string stale = tmp.file(hex + ".cubin.tmp.2147483646.0123456789abcdef");  // no such pid
+  const std::string live = tmp.file(hex + ".cubin.tmp." + std::to_string(::getpid()) + ".0123456789abcdef");
+  const std::string other = tmp.file("notes.txt"), short_name = tmp.file("abc.cubin");
   for (const auto &f : {stale, live, other, short_name}) write_file(f, "x");
   EXPECT_EQ(c.stats().entries, 3u);
   ASSERT_FALSE(llvm::errorToBool(c.clear()));
@@ -508,7 +508,7 @@ TEST(DiskCache, ClearRemovesOnlyOurEntriesAndStaleTemps) {
 
 TEST(DiskCache, TwoProcessesStoringOneKey) {
   TempDir tmp;
-  DiskCache c = open_or_die(tmp.path);
+  DiskCache c = open_or_die(tmp.path());
   const CacheKey k = key_of("race");
   const std::string payload = binary_payload(256 * 1024, 3);
   LogCapture logs;
@@ -553,7 +553,7 @@ TEST(DiskCache, TwoProcessesStoringOneKey) {
   EXPECT_EQ(s.entries, 1u);
   std::vector<std::string> leftovers;
   std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec))
+  for (llvm::sys::fs::directory_iterator it(tmp.path(), ec), end; it != end && !ec; it.increment(ec))
     leftovers.push_back(it->path());
   EXPECT_EQ(leftovers.size(), 1u) << "temp files left behind";
   std::printf("[          ] %d loads while storing, %d hits\n", loads, hits);
@@ -690,7 +690,7 @@ TEST(CompileCache, LevelsAndRecompileOfCorruptEntry) {
     return std::string(kTinyKernel);
   };
 
-  CompileCache first(open_or_die(tmp.path));
+  CompileCache first(open_or_die(tmp.path()));
   auto a = first.get_cubin(k, 80, make_source, "tiny.cu");
   ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
   EXPECT_EQ(made, 1);
@@ -704,7 +704,7 @@ TEST(CompileCache, LevelsAndRecompileOfCorruptEntry) {
   EXPECT_EQ(s.disk_misses, 1u);
   EXPECT_EQ(s.compiles, 1u);
 
-  CompileCache second(open_or_die(tmp.path));  // a new process, as far as memory goes
+  CompileCache second(open_or_die(tmp.path()));  // a new process, as far as memory goes
   auto c = second.get_cubin(k, 80, make_source, "tiny.cu");
   ASSERT_TRUE(bool(c));
   EXPECT_EQ(*c, *a);
@@ -717,7 +717,7 @@ TEST(CompileCache, LevelsAndRecompileOfCorruptEntry) {
   raw[raw.size() - 1] ^= 0xff;
   write_file(file, raw);
   LogCapture logs;
-  CompileCache third(open_or_die(tmp.path));
+  CompileCache third(open_or_die(tmp.path()));
   auto d = third.get_cubin(k, 80, make_source, "tiny.cu");
   ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
   EXPECT_EQ(made, 2);
@@ -725,7 +725,7 @@ TEST(CompileCache, LevelsAndRecompileOfCorruptEntry) {
   EXPECT_NE(logs.text().find(file), std::string::npos) << logs.text();
   EXPECT_EQ(third.stats().disk_misses, 1u);
   EXPECT_EQ(third.stats().compiles, 1u);
-  auto repaired = open_or_die(tmp.path).load(k);
+  auto repaired = open_or_die(tmp.path()).load(k);
   ASSERT_TRUE(repaired.has_value());
   EXPECT_EQ(*repaired, *a);
 }
@@ -742,7 +742,7 @@ TEST(CompileCache, AFullDiskOnlyCostsTheDiskLevel) {
     rl.rlim_cur = rl.rlim_max = 256;
     if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) return "setrlimit failed";
     LogCapture logs;
-    CompileCache cache(open_or_die(tmp.path));
+    CompileCache cache(open_or_die(tmp.path()));
     auto cubin = cache.get_cubin(k, 80, [] { return llvm::Expected<std::string>(std::string(kTinyKernel)); }, "tiny.cu");
     if (!cubin) return "no cubin: " + llvm::toString(cubin.takeError());
     if (cubin->substr(0, 4) != std::string("\x7f" "ELF")) return "not a cubin";
@@ -756,9 +756,9 @@ TEST(CompileCache, AFullDiskOnlyCostsTheDiskLevel) {
   EXPECT_EQ(failure, "");
   std::error_code ec;
   int files = 0;
-  for (llvm::sys::fs::directory_iterator it(tmp.path, ec), end; it != end && !ec; it.increment(ec)) ++files;
+  for (llvm::sys::fs::directory_iterator it(tmp.path(), ec), end; it != end && !ec; it.increment(ec)) ++files;
   EXPECT_EQ(files, 0) << "a partial entry or temp file was left behind";
-  EXPECT_FALSE(open_or_die(tmp.path).load(k).has_value());
+  EXPECT_FALSE(open_or_die(tmp.path()).load(k).has_value());
 }
 
 TEST(CompileCache, ErrorsPassThroughAndAreNotCached) {
@@ -791,10 +791,10 @@ TEST(CompileCache, DiskDisabledByEnvAlwaysCompilesInANewCache) {
     return std::string(kTinyKernel);
   };
   for (int i = 0; i < 2; ++i) {
-    CompileCache cache(open_or_die(tmp.path));
+    CompileCache cache(open_or_die(tmp.path()));
     auto r = cache.get_cubin(k, 80, make_source, "tiny.cu");
     ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   }
   EXPECT_EQ(made, 2);
-  EXPECT_EQ(open_or_die(tmp.path).stats().entries, 0u);
+  EXPECT_EQ(open_or_die(tmp.path()).stats().entries, 0u);
 }

@@ -40,13 +40,6 @@ CliResult cli(const std::string &args, const std::string &cache_dir, const std::
                    shell_quote(magicube_cli()) + " " + args);
 }
 
-std::string read_file(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 std::string kernel_name_of(const OpSpec &spec) {
   auto p = plan(spec);
   if (!p) return "<" + llvm::toString(p.takeError()) + ">";
