@@ -110,9 +110,14 @@ enum class SparseLayout { SrBcrs, Bcrs };
 // row-block list, as many as fill the device's SMs once.
 Dim3 resident_grid(const Launch &launch, int64_t n, int64_t row_blocks, size_t smem, int sm_count);
 
-// The grid of a decode SpMM kernel: x = slices of BSn columns (one when N <= BSn), y = one
-// block per SM (at most one per row-block); the kernel balances the row-blocks by strides.
-Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int sm_count);
+// The grid of a decode SpMM kernel: x = slices of BSn columns (one when N <= BSn), y = parts
+// of each slice's strides (at most one per row-block; the kernel balances the row-blocks by
+// strides). One block fits an SM (B's slice fills its shared memory), so the grid runs in
+// waves of sm_count blocks, each block first loading its K x BSn slice: y is the part count
+// that finishes soonest by waves x (strides a part + a slice load counted in strides). Few
+// slices: one block per SM (y = sm_count / slices); many (N = 8192 at BSn=48: 171 slices),
+// 3 parts a slice (4 full waves) instead of 1 (a second wave of 39 blocks).
+Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int64_t strides, int64_t k, int sm_count);
 
 // A loaded kernel of either op.
 class Kernel {

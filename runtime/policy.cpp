@@ -36,12 +36,21 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // The decode kernel for an SpMM of N <= 64 (or with decode pinned): the tile width that pads
 // N least (then the fewest slices) among those whose plan builds and whose B fits shared
 // memory; none when the caller pinned another kernel or nothing fits.
+// Past N = 64 (one rhs plane of at most 8 bits) the decode kernel runs N in slices, each
+// block streaming its part of the strides against one slice: the widest slice of at least
+// 32 columns that fits (three tiles a stride at BSn 48 for 8-bit B, four at 64 for 4-bit B).
+// On the H100 (2026-11-25 22:38 UTC, L2 flushed) it beat the resident-B and ring kernels at
+// every N of 128-8192 where a 32-column slice fits K (4096x4096 s=0.9 N=8192: 0.279 -> 0.208
+// ms; s=0.7 N=512 0.054 -> 0.036; 14336x4096 s=0.9 N=8192 0.93 -> 0.60); for 4096x11008 only
+// 16 columns fit, which won at N=128 and lost 5 % at N=512-2048: the ring kernel keeps those.
 std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignature &sig) {
   auto pinned = [&](uint8_t bit) { return (base.pinned & bit) != 0; };
   const bool forced = pinned(kPinResident) && base.decode;
-  if (!forced && (sig.n > 64 || sig.n <= 0 || pinned(kPinResident) || (pinned(kPinSplit) && base.split != 1) ||
-                  (pinned(kPinPrefetch) && !base.prefetch)))
-    return std::nullopt;
+  const bool wide_n = sig.n > 64;
+  if (!forced && (sig.n <= 0 || pinned(kPinResident) || (pinned(kPinSplit) && base.split != 1) ||
+                  (pinned(kPinPrefetch) && !base.prefetch) ||
+                  (wide_n && (base.rhs.bits > 8 || pinned(kPinBsn) || pinned(kPinPrefetch) || pinned(kPinSplit)))))
+    return std::nullopt;  // past N = 64 a pinned tile, ring or split asks for another kernel
   OpSpec d = base;
   d.pinned = kPinAll;
   d.resident = d.decode = true;
@@ -49,6 +58,7 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   d.prefetch = true;
   d.stages = pinned(kPinPrefetch) ? base.stages : 0;
   std::vector<int> widths = {16, 32, 48, 64};
+  if (wide_n && !forced) widths = base.rhs.bits <= 4 ? std::vector<int>{32, 64} : std::vector<int>{32, 48};
   if (pinned(kPinBsn)) widths = {base.bsn};
   int best = 0;
   int64_t best_cols = 0, best_smem = 0;
@@ -69,7 +79,8 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
     // tile (more slices) instead, unless the width was pinned.
     if (!pinned(kPinBsn) && int(p->groups.size() * p->rhs.size()) * p->launch.tiles > 4) continue;
     const int64_t cols = ceil_div(std::max<int64_t>(sig.n, 1), w) * w;
-    if (!best || cols < best_cols || (cols == best_cols && w > best)) {
+    // Past N = 64 the widest slice: the padding is a few % at most there.
+    if (!best || (wide_n ? w > best : cols < best_cols || (cols == best_cols && w > best))) {
       best = w;
       best_cols = cols;
       best_smem = int64_t(p->launch.dynamic_smem(sig.k));
@@ -102,8 +113,9 @@ PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const D
     if (!pinned(kPinBsn) && !(base.pinned & kPinResident && base.resident)) s.bsn = 128;
     return {s, "no matrix given: 128-column tiles"};
   }
-  // 0. Decode (N <= 64): the whole N (BSn = N rounded up to 16) in one block, B resident,
-  //    each block's strides split over its warps: bound by A's bytes, not by the grid.
+  // 0. Decode: N <= 64 whole (BSn = N rounded up to 16) in one block, B resident, each
+  //    block's strides split over its warps: bound by A's bytes, not by the grid; past 64 in
+  //    slices of 32-64 columns where they fit (decode_choice).
   if (auto d = decode_choice(base, *sig)) return *d;
   const int64_t sms = std::max(1, dev.sm_count);
   const int64_t blocks = sig->blocks, n = sig->n, k = sig->k;
@@ -161,13 +173,16 @@ PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const D
 // route achieves when its weight streams from HBM.
 namespace {
 constexpr double kRefSms = 132, kRefL2Bytes = 50e6;  // the H100's
-// Dense int8 GEMM (cuBLASLt): 15-35 us at N <= 128 for 16.7-58.7 MB weights, 1,260-1,570 TOPS
+// Dense int8 GEMM (cuBLASLt): 15-35 us at N <= 128 for 16.7-58.7 MB weights, 1,260-1,620 TOPS
 // at N >= 2048. The fixed part is the fit over the four M x 4096 shapes at N <= 64 of the llm
 // grid (results/2026-11-25-h100/llm: 14.7 / 18.8 / 27.7 / 33.3 us for 16.8 / 25.2 / 45.1 /
 // 58.7 MB: 7.2 us + bytes / 2.24 TB/s); 6.0 us before put the dense route 4-8 % too fast at
 // every decode shape, which with the margin below sent s=0.7 problems dense that the decode
 // kernel ran 5-13 % faster than dense (bench/NOTES.md, Session 8).
-constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 1450;
+// At prefill sizes, past its fixed part: 1,465 TOPS at 4096x4096 N=2048, 1,550-1,640 at
+// 11008x4096 and 14336x4096 N=2048 and at N=8192 (2026-11-25 22:38 UTC; 1,450 before
+// put dense 8-12 % slow there, and the sparse route took calls dense won).
+constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 1580;
 // Our kernels: the decode kernel (N <= 64) streams its weight once per column slice at about
 // 2 TB/s after a fixed 6.6 us, plus 12.3 us per MB of the B slice each block loads first
 // (K x BSn bytes: 0.8 us at K=4096, 2.8 us at 14336). The fit over the 126 decode problems
@@ -184,6 +199,11 @@ constexpr double kDecodeLaunchUs = 6.6, kDecodeBytesPerUs = 2.05e6, kDecodeSlice
 // int8 A (12.0 against 13.7 us at 4096x4096 s=0.5; 21.6 against 26.5 at 14336x4096).
 constexpr double kDecodeNibbleElemsPerUs = 2.2e6;
 constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
+// The decode kernel past N = 64 (slices of 48 columns, 8-bit B, the wave-balanced grid:
+// runtime/kernel.h): s8 x s8 at s=0.9 (12.8 strides a row-block) 134-163 TOPS, at s=0.7
+// (38.4) 189-203; V=4 78 and V=2 41 at s=0.9 (H100, 2026-11-25 22:38 UTC, N 2048 and 8192).
+// Each row-block's epilogue costs about 6.5 strides: kDecodeTops / (1 + 6.5 / strides).
+constexpr double kDecodeTops[4] = {30, 62, 118, 234}, kDecodeRowBlockStrides = 6.5;
 // The sparse route is kept only when the model gives it this margin. Near the crossover the
 // dense route looks like the safe side, but it is not free of loss either: on the 2026-11-25
 // grid it ran 0-4 % slower than the bench's dense contender (the best of every layout and
@@ -226,13 +246,20 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double reread = std::min(1.0, 0.15 + 0.4 * a_bytes / kRefL2Bytes);
   const double reads = 1 + reread * (slices - 1), tiles = std::max(1.0, spec.bsn / 16.0);
   const double sparse_bytes = reads * a_bytes + k * n * rhs_bytes + out_bytes * m * n;
-  const double slice_us = decode ? k * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;  // B's slice, per block
+  const double strides_per_rb = sig.mean / 32;
+  double slice_us = decode ? k * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;  // B's slice, per block
+  if (decode && slices > 1) {  // every wave of blocks loads its slices first
+    const int64_t strides = int64_t(std::ceil(double(sig.blocks) * std::max(1.0, strides_per_rb)));
+    const Dim3 g = decode_grid(plan.launch, sig.n, sig.blocks, strides, sig.k, std::max(1, dev.sm_count));
+    slice_us *= std::ceil(double(g.x) * g.y / std::max(1, dev.sm_count));
+  }
   const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
   const bool resident = plan.launch.family == KernelFamily::SpmmResident;
   const double stream = decode ? kDecodeBytesPerUs : resident ? kResidentBytesPerUs : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
-  e.sparse_us = std::max(launch + sparse_bytes / (stream * scale),
-                         launch + 2 * vectors * v * n / (kSparseTops[vi] * scale * 1e6));
+  const double tops = decode && n > 64 ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
+                                       : kSparseTops[vi];
+  e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + reads * vectors * v * (1 + 0.2 * (tiles - 1)) /

@@ -748,9 +748,30 @@ TEST(Policy, DecodeKernelForSmallN) {
   c = policy_spec(wide, &g, dev);
   EXPECT_TRUE(c.spec.decode);
   EXPECT_EQ(c.spec.bsn, 32) << c.why;
-  // N > 64: not decode.
+  // N > 64: the decode kernel in the widest slices of 32+ columns that fit (48 for 8-bit B,
+  // 64 for 4-bit B), where one rhs plane of at most 8 bits is all of B and no knob is pinned.
   g.n = 65;
+  c = policy_spec(base, &g, dev);
+  EXPECT_TRUE(c.spec.decode);
+  EXPECT_EQ(c.spec.bsn, 48) << c.why;
+  EXPECT_EQ(c.why, "decode: N=65 in 2 slices of 48 columns, B resident (192 KiB a block), strides split over warps");
+  g = sig_of(4096, 4096, 2048, 0.9);
+  EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n48d.pf.i32.sm_90");
+  EXPECT_EQ(to_string(policy_spec(b4, &g, dev).spec), "spmm.s4xs4.v8.n64d.pf.i32.sm_90");
+  c = policy_spec(wide, &g, dev);
+  EXPECT_EQ(c.spec.bsn, 32) << "two lhs groups: four accumulator tiles at most; " << c.why;
+  OpSpec r16 = base;
+  r16.rhs = {16, true};
+  EXPECT_FALSE(policy_spec(r16, &g, dev).spec.decode) << "two rhs planes: the other kernels";
+  OpSpec tile = base;
+  tile.pinned = kPinBsn;
+  tile.bsn = 64;
+  EXPECT_FALSE(policy_spec(tile, &g, dev).spec.decode) << "a pinned tile past N = 64 asks for the ring kernel";
+  // K=11008: a 32-column slice (344 KiB) does not fit; 16 columns (which lost to the ring
+  // kernel at N = 512-2048) are not taken past N = 64.
+  g = sig_of(4096, 11008, 2048, 0.9);
   EXPECT_FALSE(policy_spec(base, &g, dev).spec.decode);
+  g = sig_of(4096, 4096, 16, 0.7);
   // Pinned knobs: resident B pinned keeps the resident kernel; split 2 or no prefetch pinned
   // rule decode out; decode pinned is kept even for a wider N.
   g.n = 16;
@@ -771,7 +792,7 @@ TEST(Policy, DecodeKernelForSmallN) {
   g.n = 200;
   c = policy_spec(pin, &g, dev);
   EXPECT_TRUE(c.spec.decode);
-  EXPECT_EQ(c.spec.bsn, 16) << "the fewest padded columns: 13 x 16 = 208 (64 does not fit at K=4096)";
+  EXPECT_EQ(c.spec.bsn, 48) << "past N = 64 the widest slice that fits (64 does not at K=4096)";
   // The dispatch and `magicube plan` say so.
   CliResult r = run_shell(magicube_cli() + " plan --lhs=s8 --rhs=s8 --v=8 --m=4096 --k=4096 --sparsity=0.5 --n=16 2>&1");
   EXPECT_EQ(r.status, 0) << r.output;

@@ -356,14 +356,24 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(l.grid_x(16), 1u);
   EXPECT_EQ(l.grid_x(1), 1u);
   // One block per SM, at most one per row-block; slices of BSn columns beyond it.
-  Dim3 g = decode_grid(l, 16, 512, 132);
+  Dim3 g = decode_grid(l, 16, 512, 32768, 4096, 132);
   EXPECT_EQ(g.x, 1u);
   EXPECT_EQ(g.y, 132u);
-  g = decode_grid(l, 16, 20, 132);
+  g = decode_grid(l, 16, 20, 600, 4096, 132);
   EXPECT_EQ(g.y, 20u);
-  g = decode_grid(l, 40, 512, 132);
+  g = decode_grid(l, 40, 512, 32768, 4096, 132);
   EXPECT_EQ(g.x, 3u);
   EXPECT_EQ(g.y, 44u);
+  // Many slices: whole waves. 171 slices (N=8192) in one part each would leave a second wave
+  // of 39 blocks; three parts each fill four waves (513 of 528 blocks).
+  g = decode_grid(l, 171 * 16, 512, 6554, 4096, 132);
+  EXPECT_EQ(g.x, 171u);
+  EXPECT_EQ(g.y, 3u);
+  // 264 slices fill two waves exactly: one part each.
+  g = decode_grid(l, 264 * 16, 512, 6554, 4096, 132);
+  EXPECT_EQ(g.y, 1u);
+  // A slice load dearer than a part's strides (few strides, long K): fewer, longer blocks.
+  EXPECT_EQ(decode_grid(l, 171 * 16, 512, 20, 14336, 132).y, 1u);
   auto ks = generate(*p);
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
   EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n16d_pf_sm90");

@@ -210,6 +210,32 @@ TEST(DenseRoute, ModelPicksTheFasterRouteOnTheGridsCloseCalls) {
   }
 }
 
+// Prefill sizes (N 2048 and 8192), where the decode kernel runs N in 48-column slices on the
+// wave-balanced grid (H100, 2026-11-25 22:38 UTC, L2 flushed; us): the model's sparse time is
+// within 15 % of each, and it never sends sparse a problem that dense cuBLASLt ran faster. Where
+// the sparse kernel won by 1-8 % (s=0.9 at N=2048) the dense route may keep the call.
+TEST(DenseRoute, ModelsPrefillDecodeTimesAndKeepsDenseWhereItWon) {
+  struct Case {
+    int64_t m, k, n;
+    double s, sparse_us, dense_us;
+  };
+  const Case cases[] = {
+      {4096, 4096, 2048, 0.9, 50.3, 54.1},     {4096, 4096, 8192, 0.9, 208.3, 178.2},
+      {4096, 4096, 2048, 0.7, 111.9, 54.3},    {4096, 4096, 8192, 0.7, 451.7, 177.1},
+      {11008, 4096, 2048, 0.9, 117.5, 126.5},  {11008, 4096, 8192, 0.9, 473.6, 475.2},
+      {11008, 4096, 2048, 0.7, 282.1, 127.9},  {14336, 4096, 2048, 0.9, 151.1, 156.4},
+      {14336, 4096, 8192, 0.9, 601.2, 595.2},  {14336, 4096, 2048, 0.7, 363.9, 157.0},
+  };
+  for (const Case &c : cases) {
+    RouteEstimate e;
+    const Route r = model_route(c.m, c.k, c.n, c.s, &e);
+    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + " N=" + std::to_string(c.n) +
+                             " s=" + std::to_string(c.s) + ": " + e.str();
+    EXPECT_NEAR(e.sparse_us, c.sparse_us, 0.15 * c.sparse_us) << what;
+    if (c.dense_us < c.sparse_us) EXPECT_EQ(r, Route::Dense) << what;
+  }
+}
+
 // int4 weights (L4-R8): the decode kernel widens 4-bit A in registers as it consumes a stride
 // (2026-11-25 19:35 UTC; cuBLASLt int8 of the 17:35 UTC grid): it beats dense at every
 // sparsity of these shapes, and the model says so within 15 % of each time (its fixed part

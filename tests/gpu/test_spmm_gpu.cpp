@@ -227,6 +227,33 @@ TEST(SpmmGpu, DecodeKernelOnDecodeShapes) {
   run_cases(*ctx, cases, 43);
 }
 
+// Past N = 64 the policy runs the decode kernel in slices of 32-64 columns on a grid of whole
+// waves (runtime/kernel.h: decode_grid): many slices, a partial last slice, and more slices
+// than SMs (N=6400 at BSn 48: 134 slices, 3 parts each), for the types the policy sends there.
+TEST(SpmmGpu, DecodeKernelInSlicesAtPrefillN) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  struct Type {
+    ElemType l, r;
+    int v, bsn;
+  };
+  const Type types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 64},
+                        {{8, false}, {8, false}, 4, 32}, {{16, true}, {8, true}, 2, 32}, {{7, false}, {5, true}, 8, 48}};
+  std::vector<Case> cases;
+  for (const Type &t : types) {
+    OpSpec s{OpKind::SpMM, t.l, t.r, t.v, t.bsn, true, max_exact_k(t.l, t.r) ? OutType::Int32 : OutType::Int64, 90};
+    s.resident = s.decode = true;
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    cases.push_back({*p, 1000, 700, 200});
+    cases.push_back({*p, 1000, 700, 1000});
+    cases.push_back({*p, 128, 2048, 6400});
+  }
+  const Dim3 g = decode_grid(cases[2].plan.launch, 6400, 16, 16 * 32, 2048, 132);
+  EXPECT_EQ(g.x, 134u);
+  EXPECT_GT(g.y, 1u) << "more slices than SMs: parts that fill whole waves";
+  run_cases(*ctx, cases, 47);
+}
+
 // A decode launch refuses, naming the problem: a B that does not fit a block's shared memory,
 // and an A packed for another plan (32-bit column indices).
 TEST(SpmmGpu, DecodeRefusesWhatItCannotRun) {
