@@ -83,7 +83,8 @@ TEST(DenseRouteGpu, RunDoesNotSynchronizeAndRepeatsExactly) {
   auto v = pipe->verify();
   ASSERT_TRUE(bool(v));
   EXPECT_TRUE(v->exact());
-  EXPECT_NE(pipe->dense_describe().find("cuBLASLt int8 TN"), std::string::npos) << pipe->dense_describe();
+  // Which of the three forms runs is timed (the fastest here): any of them, described.
+  EXPECT_EQ(pipe->dense_describe().rfind("cuBLASLt int8 ", 0), 0u) << pipe->dense_describe();
 }
 
 namespace {
