@@ -204,6 +204,10 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // (38.4) 189-203; V=4 78 and V=2 41 at s=0.9 (H100, 2026-11-25 22:38 UTC, N 2048 and 8192).
 // Each row-block's epilogue costs about 6.5 strides: kDecodeTops / (1 + 6.5 / strides).
 constexpr double kDecodeTops[4] = {30, 62, 118, 234}, kDecodeRowBlockStrides = 6.5;
+// Each wave of blocks past the first: its slice load and about 7 us more (its blocks' first
+// round trips and cut sums): 4096x4096 s=0.9 N=8192 (four waves) ran 9 % slower an op than
+// N=2048 (one).
+constexpr double kDecodeWaveUs = 7.0;
 // The sparse route is kept only when the model gives it this margin. Near the crossover the
 // dense route looks like the safe side, but it is not free of loss either: on the 2026-11-25
 // grid it ran 0-4 % slower than the bench's dense contender (the best of every layout and
@@ -226,10 +230,12 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double scale = dev.sm_count > 0 ? double(dev.sm_count) / kRefSms : 1.0;
   const double m = double(sig.m), k = double(sig.k), n = double(sig.n);
   RouteEstimate e;
-  // Dense: M x K int8 streamed once, B read, int32 C written; 2MNK at the GEMM's rate.
+  // Dense: M x K int8 streamed once, B read, int32 C written; 2MNK at the GEMM's rate. Where
+  // neither bounds it alone (N = 256-2048) the two overlap partly: their Euclidean sum (the
+  // larger alone put dense 15-30 % fast at N=512: 19.6 us against 24.3 measured at 4096x4096).
   const double dense_bytes = m * k + k * n + 4 * m * n;
-  e.dense_us = std::max(kDenseLaunchUs + dense_bytes / (kDenseBytesPerUs * scale),
-                        kDenseLaunchUs + 2 * m * n * k / (kDenseTops * scale * 1e6));
+  e.dense_us = kDenseLaunchUs + std::hypot(dense_bytes / (kDenseBytesPerUs * scale),
+                                           2 * m * n * k / (kDenseTops * scale * 1e6));
   // Sparse: values (V elements a vector) and 4-byte indices (the decode kernel's: 2 bytes)
   // streamed, B read, C written; 2 * vectors * V * N at the V's rate.
   const double vectors = double(sig.vectors), v = double(std::max(1, spec.v));
@@ -251,7 +257,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   if (decode && slices > 1) {  // every wave of blocks loads its slices first
     const int64_t strides = int64_t(std::ceil(double(sig.blocks) * std::max(1.0, strides_per_rb)));
     const Dim3 g = decode_grid(plan.launch, sig.n, sig.blocks, strides, sig.k, std::max(1, dev.sm_count));
-    slice_us *= std::ceil(double(g.x) * g.y / std::max(1, dev.sm_count));
+    const double waves = std::ceil(double(g.x) * g.y / std::max(1, dev.sm_count));
+    slice_us = slice_us * waves + kDecodeWaveUs * (waves - 1);
   }
   const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
   const bool resident = plan.launch.family == KernelFamily::SpmmResident;

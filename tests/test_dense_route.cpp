@@ -234,6 +234,18 @@ TEST(DenseRoute, ModelsPrefillDecodeTimesAndKeepsDenseWhereItWon) {
     EXPECT_NEAR(e.sparse_us, c.sparse_us, 0.15 * c.sparse_us) << what;
     if (c.dense_us < c.sparse_us) EXPECT_EQ(r, Route::Dense) << what;
   }
+  // N=512 at s=0.9 (the llm grid, 2026-11-25 22:59 UTC): the sparse kernel won by 25-40 %;
+  // with dense's bytes and ops bounds taken as the larger alone (19.6 us against 24.3 measured
+  // at 4096x4096) the model sent all four dense.
+  const Case mid[] = {{4096, 4096, 512, 0.9, 19.4, 24.3},
+                      {6144, 4096, 512, 0.9, 24.0, 33.5},
+                      {11008, 4096, 512, 0.9, 36.9, 46.5},
+                      {14336, 4096, 512, 0.9, 45.6, 56.4}};
+  for (const Case &c : mid) {
+    RouteEstimate e;
+    EXPECT_EQ(model_route(c.m, c.k, c.n, c.s, &e), Route::Sparse) << c.m << "x" << c.k << " N=512: " << e.str();
+    EXPECT_NEAR(e.dense_us, c.dense_us, 0.15 * c.dense_us) << c.m << "x" << c.k << " N=512: " << e.str();
+  }
 }
 
 // int4 weights (L4-R8): the decode kernel widens 4-bit A in registers as it consumes a stride

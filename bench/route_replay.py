@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Replay the dispatch's route model against a measured llm grid.
+
+For every (M, K, N, sparsity) of an llm results.csv (magicube-bench --sections=llm), asks
+`magicube plan --route=auto` (the model, no GPU) which route it takes, and compares it with
+what the grid measured: the sparse kernel (magicube-jit-sparse) against dense cuBLASLt int8
+(the bench's contender). Prints each wrong call and a summary:
+  sent dense, sparse was faster by >= 3 %   (a missed win)
+  sent sparse, dense was faster             (a loss: "never slower than dense" breaks)
+
+usage: bench/route_replay.py RESULTS.csv [--cli build/bin/magicube] [--lhs s8 --rhs s8 --v 8]
+"""
+import argparse
+import csv
+import re
+import subprocess
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--cli", default="build/bin/magicube")
+    ap.add_argument("--lhs", default="s8")
+    ap.add_argument("--rhs", default="s8")
+    ap.add_argument("--v", default="8")
+    args = ap.parse_args()
+    dense, sparse = {}, {}
+    with open(args.results) as f:
+        for r in csv.DictReader(f):
+            if r.get("status") != "ok" or not r.get("ms"):
+                continue
+            key = (int(r["m"]), int(r["k"]), int(r["n"]))
+            if r["contender"] == "cublaslt-s8s32":
+                dense[key] = float(r["ms"])
+            elif r["contender"] == "magicube-jit-sparse":
+                sparse[key + (r["sparsity"],)] = float(r["ms"])
+    missed = lost = 0
+    for key in sorted(sparse):
+        m, k, n, s = key
+        if (m, k, n) not in dense:
+            continue
+        out = subprocess.run([args.cli, "plan", f"--lhs={args.lhs}", f"--rhs={args.rhs}", f"-v={args.v}", f"--m={m}",
+                              f"--k={k}", f"--n={n}", f"--sparsity={s}", "--route=auto"],
+                             capture_output=True, text=True).stdout
+        route = re.search(r"^route\s+(\w+)(.*)$", out, re.M)
+        if not route:
+            continue
+        took, why = route.group(1), route.group(2).strip()
+        d, sp = dense[(m, k, n)], sparse[key]
+        if took == "dense" and sp * 1.03 < d:
+            missed += 1
+            print(f"missed  {m}x{k} N={n} s={s}: sparse {sp*1e3:.1f} us, dense {d*1e3:.1f} us {why}")
+        if took == "sparse" and d < sp:
+            lost += 1
+            print(f"LOST    {m}x{k} N={n} s={s}: sparse {sp*1e3:.1f} us, dense {d*1e3:.1f} us {why}")
+    print(f"{len(sparse)} problems: {missed} sent dense that the sparse kernel won by >= 3 %, "
+          f"{lost} sent sparse that dense won")
+    return 1 if lost else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
