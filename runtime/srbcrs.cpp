@@ -1,6 +1,7 @@
 #include "runtime/srbcrs.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "runtime/memory_budget.h"
@@ -18,19 +19,43 @@ namespace {
 // Slot order of one row-block's vectors (indices into `a`, -1 for padding) over `len` slots,
 // every group of 8 slots taking one vector of each column residue mod 8 while they last: a
 // resident-B kernel's ldmatrix then reads its 8 gathered rows from 8 different bank groups.
-// Vectors left over (residues more common than the groups) fill the free slots in order.
+// Vectors left over (residues more common than the groups) fill the free slots, each in a
+// group holding the fewest of its residue (then one that already has a second row in some
+// bank group: an 8-row ldmatrix read costs two wavefronts for any number of 2-way conflicts),
+// so that no group reads one residue three times while it need not. (Filling the free slots in
+// order stacked a residue's whole surplus into one group: a 5-way conflict; on the H100 the
+// decode kernel's ldmatrix reads took 1.38 wavefronts for 1 at 4096x4096 s=0.9.)
 std::vector<int64_t> bank_balanced_order(const VectorSparse &a, int64_t b, int64_t len) {
   std::vector<int64_t> bucket[8];
   for (int64_t i = a.block_ptr[b + 1] - 1; i >= a.block_ptr[b]; --i) bucket[a.col[i] & 7].push_back(i);  // popped in order
+  const int64_t groups = len / 8;
   std::vector<int64_t> order(len, -2);
-  for (int64_t g = 0; g < len / 8; ++g)
+  std::vector<std::array<int, 8>> count(size_t(groups), std::array<int, 8>{});  // rows of each residue a group reads
+  std::vector<bool> doubled(size_t(groups), false);                            // a residue twice in the group
+  for (int64_t g = 0; g < groups; ++g)
     for (int r = 0; r < 8; ++r)
-      if (!bucket[r].empty()) order[8 * g + r] = bucket[r].back(), bucket[r].pop_back();
-  int64_t p = 0;
-  for (auto &bk : bucket)
-    for (; !bk.empty(); bk.pop_back()) {
-      while (order[p] != -2) ++p;
-      order[p] = bk.back();
+      if (!bucket[r].empty()) order[8 * g + r] = bucket[r].back(), bucket[r].pop_back(), ++count[size_t(g)][r];
+  std::vector<int64_t> open;  // groups with a free slot
+  for (int64_t g = 0; g < groups; ++g)
+    for (int j = 0; j < 8; ++j)
+      if (order[8 * g + j] == -2) {
+        open.push_back(g);
+        break;
+      }
+  for (int r = 0; r < 8; ++r)
+    for (; !bucket[r].empty(); bucket[r].pop_back()) {
+      size_t best = 0;
+      for (size_t i = 1; i < open.size(); ++i) {
+        const size_t g = size_t(open[i]), bg = size_t(open[best]);
+        if (count[g][r] < count[bg][r] || (count[g][r] == count[bg][r] && doubled[g] && !doubled[bg])) best = i;
+      }
+      const int64_t g = open[best];
+      int j = 0;
+      while (order[8 * g + j] != -2) ++j;
+      order[8 * g + j] = bucket[r].back();
+      if (++count[size_t(g)][r] > 1) doubled[size_t(g)] = true;
+      if (std::find(order.begin() + 8 * g, order.begin() + 8 * g + 8, -2) == order.begin() + 8 * g + 8)
+        open.erase(open.begin() + std::ptrdiff_t(best));
     }
   for (int64_t &o : order)
     if (o == -2) o = -1;

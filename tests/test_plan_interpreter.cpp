@@ -258,4 +258,41 @@ TEST(Interpreter, BankBalancedLayoutKeepsEveryVectorAndSpreadsResidues) {
     }
 }
 
+// A residue more common than the row-block's groups of 8 slots: its surplus goes to different
+// groups (each then reads that residue twice: a 2-way bank conflict), not all into the first
+// free slots (one group reading it five times).
+TEST(Interpreter, BankBalancedLayoutSpreadsAResiduesSurplus) {
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 32, true, OutType::Int32, 90};
+  s.resident = true;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p));
+  VectorSparse a;
+  a.rows = 8, a.cols = 512, a.v = 8;
+  for (int i = 0; i < 12; ++i) a.col.push_back(8 * i);  // residue 0: 12 vectors
+  for (int r = 1; r < 8; ++r)
+    for (int i = 0; i < 4; ++i) a.col.push_back(128 + 8 * (4 * r + i) + r);  // residues 1-7: 4 each
+  std::sort(a.col.begin(), a.col.end());
+  a.block_ptr = {0, int64_t(a.col.size())};
+  a.values.assign(a.col.size() * 8, 1);
+  auto layout = build_srbcrs(a, *p);
+  ASSERT_TRUE(bool(layout));
+  const int64_t base = layout->row_ptr[0], groups = (layout->padded_end(0) - base) / 8;
+  ASSERT_EQ(groups, 8) << "40 vectors in 64 slots";
+  int doubled = 0;
+  std::multiset<int> got;
+  for (int64_t g = 0; g < groups; ++g) {
+    int per[8] = {};
+    for (int j = 0; j < 8; ++j) {
+      const int c = layout->col_idx[base + 8 * g + j];
+      if (c < 0) continue;
+      got.insert(c);
+      ++per[c & 7];
+    }
+    EXPECT_LE(*std::max_element(per, per + 8), 2) << "group " << g;
+    doubled += per[0] == 2;
+  }
+  EXPECT_EQ(doubled, 4) << "four surplus vectors of residue 0, in four groups";
+  EXPECT_EQ(got, std::multiset<int>(a.col.begin(), a.col.end()));
+}
+
 }  // namespace
