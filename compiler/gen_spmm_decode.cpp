@@ -181,7 +181,11 @@ class SpmmDecode : public KernelGen {
     wait_all("this thread's part of the slice landed");
     e.line("__syncthreads();", "and every thread's");
     declare_accumulators("");
-    for_each_accumulator([&](const std::string &a) { e.decl(("int"), hd(a) + "[" + S(n) + "]", Expr("{}")); });
+    // volatile: written once (the piece's first row-block end, in one ring slot's rare branch)
+    // and read after the loop. As plain registers their conditional copy became a phi in every
+    // slot, which ptxas resolved with register moves on the common path (sm_90, n48d: 824 MOVs
+    // in the kernel, about 24 a stride; 373 with volatile).
+    for_each_accumulator([&](const std::string &a) { e.decl(("volatile int"), hd(a) + "[" + S(n) + "]", Expr("{}")); });
     e.decl("int", "hd_rb", -1, "the row-block of the partial in hd_*: one that started before this piece and ended in it");
     e.decl("bool", "head", Expr("cw < cw1 && !(m0 & (1u << 30))"),
            "the piece begins inside a row-block begun in an earlier piece: its partial goes to hd_*");

@@ -203,7 +203,10 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // runtime/kernel.h): s8 x s8 at s=0.9 (12.8 strides a row-block) 134-163 TOPS, at s=0.7
 // (38.4) 189-203; V=4 78 and V=2 41 at s=0.9 (H100, 2026-11-25 22:38 UTC, N 2048 and 8192).
 // Each row-block's epilogue costs about 6.5 strides: kDecodeTops / (1 + 6.5 / strides).
-constexpr double kDecodeTops[4] = {30, 62, 118, 234}, kDecodeRowBlockStrides = 6.5;
+// Generator 18 (no register moves for the head partial) ran V=8 10-14 % faster (23:16 UTC:
+// 4096x4096 s=0.9 N=2048 51.0 -> 46.3 us, s=0.7 113 -> 98, 11008x4096 118 -> 107; 270-286
+// TOPS before the epilogue term): 270 for V=8; V=4 and V=2 were not remeasured.
+constexpr double kDecodeTops[4] = {30, 62, 118, 270}, kDecodeRowBlockStrides = 6.5;
 // Each wave of blocks past the first: its slice load and about 7 us more (its blocks' first
 // round trips and cut sums): 4096x4096 s=0.9 N=8192 (four waves) ran 9 % slower an op than
 // N=2048 (one).
@@ -218,6 +221,10 @@ constexpr double kDecodeWaveUs = 7.0;
 // 168 of 180 rows (N != 2) at >= 0.97x dense and 111 at >= 1.00x, against 161 and 88 with
 // 6.0 us and 10 %.
 constexpr double kSparseMargin = 1.03;
+// Past N = 64 (the decode kernel in slices against a dense GEMM bound by its ops) the dense
+// estimate runs 5-12 % slow at N=8192 (200 us against 178-191 measured at 4096x4096, where the
+// sparse kernel's 191 us was estimated exactly): 8 %.
+constexpr double kSparseMarginWideN = 1.08;
 
 // Whether the plan's kernel is built to stream its weight (the decode kernel).
 bool streams_weight(const Plan &p) { return p.launch.family == KernelFamily::SpmmDecode; }
@@ -264,6 +271,7 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const bool resident = plan.launch.family == KernelFamily::SpmmResident;
   const double stream = decode ? kDecodeBytesPerUs : resident ? kResidentBytesPerUs : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
+  e.margin = decode && n > 64 ? kSparseMarginWideN : kSparseMargin;
   const double tops = decode && n > 64 ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                                        : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
@@ -275,7 +283,7 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
 }
 
 Route route_by_model(const RouteEstimate &e) {
-  return e.sparse_us * kSparseMargin <= e.dense_us ? Route::Sparse : Route::Dense;
+  return e.sparse_us * e.margin <= e.dense_us ? Route::Sparse : Route::Dense;
 }
 
 RouteChoice route_policy(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev) {

@@ -56,6 +56,7 @@ PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const D
 // devices scale by SM count. `plan` is the sparse route's plan (its kernel family matters).
 struct RouteEstimate {
   double sparse_us = 0, dense_us = 0;
+  double margin = 1.03;  // sparse is taken when sparse_us * margin <= dense_us
   std::string str() const;  // "sparse ~12.3 us, dense ~40.1 us"
 };
 RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, const DeviceFacts &dev);
