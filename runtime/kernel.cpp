@@ -304,17 +304,27 @@ Dim3 resident_grid(const Launch &l, int64_t n, int64_t row_blocks, size_t smem, 
 }
 
 Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides, int64_t k, int sm_count) {
-  const int64_t slices = l.grid_x(n), sms = std::max(1, sm_count);
-  const int64_t max_parts = std::min<int64_t>(std::max<int64_t>(row_blocks, 1), 65535);
+  const int64_t slices = std::max<int64_t>(1, l.grid_x(n)), sms = std::max(1, sm_count);
+  const int64_t max_parts = std::min<int64_t>({std::max<int64_t>(row_blocks, 1), 65535, 2 * sms});
   // A block loads its slice at about 12 us a MB and then runs a stride in about 22 ns
   // (4096x4096 s=0.9 N=2048, BSn=48, H100): one slice byte costs what 1/1800 of a stride does.
   const double load = double(std::max<int64_t>(k, 8)) * l.slice_bytes_per_k / 1800.0;
+  const double work = double(std::max<int64_t>(strides, 1));
+  auto cost = [&](int64_t p) { return double((slices * p + sms - 1) / sms) * (work / double(p) + load); };
+  // For a given number of waves the most parts that still fit them cost least (the strides a
+  // part fall, the waves stay), so only those are tried: w waves hold floor(w x SMs / slices)
+  // parts a slice. This runs at every launch: a few iterations (trying every part count took
+  // 0.75 us a launch on the build machine).
   int64_t best = 1;
-  double best_cost = 0;
-  for (int64_t p = 1; p <= std::min<int64_t>(max_parts, 2 * sms); ++p) {
-    const double waves = double((slices * p + sms - 1) / sms);
-    const double cost = waves * (double(std::max<int64_t>(strides, 1)) / double(p) + load);
-    if (p == 1 || cost < best_cost * (1 - 1e-9)) best = p, best_cost = cost;
+  double best_cost = cost(1);
+  for (int64_t w = (slices + sms - 1) / sms;; ++w) {
+    const int64_t p = std::min(max_parts, w * sms / slices);
+    if (p >= 1) {
+      const double c = cost(p);
+      if (c < best_cost * (1 - 1e-9)) best = p, best_cost = c;
+    }
+    // Past here w' waves cost at least w' x load + the strides spread over every SM.
+    if (p >= max_parts || double(w + 1) * load + work * double(slices) / double(sms) >= best_cost) break;
   }
   return Dim3{unsigned(slices), unsigned(best), 1};
 }

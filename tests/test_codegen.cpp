@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <random>
 
 #include "cache/cache_key.h"
 #include "compiler/codegen.h"
@@ -374,6 +375,25 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(g.y, 1u);
   // A slice load dearer than a part's strides (few strides, long K): fewer, longer blocks.
   EXPECT_EQ(decode_grid(l, 171 * 16, 512, 20, 14336, 132).y, 1u);
+  // The launch path tries only the most parts each wave count holds: the same choice as
+  // trying every part count (same cost; the fewest parts among equals).
+  std::mt19937_64 rng(3);
+  for (int t = 0; t < 3000; ++t) {
+    const int64_t n = 1 + int64_t(rng() % 20000), rbs = 1 + int64_t(rng() % 3000), strides = 1 + int64_t(rng() % 200000);
+    const int64_t k = 1 + int64_t(rng() % 16000);
+    const int sms = 1 + int(rng() % 200);
+    const int64_t slices = l.grid_x(n), max_parts = std::min<int64_t>({rbs, 65535, 2 * int64_t(sms)});
+    const double load = double(std::max<int64_t>(k, 8)) * l.slice_bytes_per_k / 1800.0;
+    auto cost = [&](int64_t p) { return double((slices * p + sms - 1) / sms) * (double(strides) / double(p) + load); };
+    int64_t want = 1;
+    for (int64_t p = 2; p <= max_parts; ++p)
+      if (cost(p) < cost(want) * (1 - 1e-9)) want = p;
+    const Dim3 got = decode_grid(l, n, rbs, strides, k, sms);
+    ASSERT_EQ(got.x, unsigned(slices));
+    ASSERT_NEAR(cost(int64_t(got.y)), cost(want), 1e-6 * cost(want))
+        << "N=" << n << " row-blocks=" << rbs << " strides=" << strides << " K=" << k << " SMs=" << sms << ": "
+        << got.y << " parts against " << want;
+  }
   auto ks = generate(*p);
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
   EXPECT_EQ(ks->name, "magicube_spmm_s8s8_v8_n16d_pf_sm90");
