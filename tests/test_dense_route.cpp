@@ -4,6 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <random>
+#include <tuple>
+
 #include "runtime/autotune.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
@@ -11,6 +15,7 @@
 #include "runtime/policy.h"
 #include "runtime/reference.h"
 #include "runtime/synthetic.h"
+#include "tests/fs_util.h"
 #include "tests/test_util.h"
 
 using namespace magicube;
@@ -242,6 +247,57 @@ TEST(DenseRoute, ModelsWideNDecodeTimesAndPicksTheFasterRoute) {
     if (c.dense_us < c.sparse_us) EXPECT_EQ(r, Route::Dense) << what;
     if (c.sparse_us * 1.1 <= c.dense_us) EXPECT_EQ(r, Route::Sparse) << what;
   }
+}
+
+// The whole L8-R8 V=8 llm grid of the last H100 run (bench/results/.../llm-l8r8/results.csv:
+// the sparse kernel's and dense cuBLASLt's times for each of its 198 problems), replayed through
+// the model (as bench/route_replay.py does through `magicube plan`): no problem goes sparse that
+// dense ran faster, and none goes dense that the sparse kernel won by 10 % or more. Refit the
+// constants on a newer grid and point this at it.
+TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
+  const std::string csv = magicube::testing::read_file(std::string(MAGICUBE_SOURCE_DIR) +
+                                    "/bench/results/2026-11-25-h100-session11/llm-l8r8/results.csv");
+  ASSERT_FALSE(csv.empty());
+  struct Key {
+    int64_t m, k, n;
+    std::string s;
+    bool operator<(const Key &o) const { return std::tie(m, k, n, s) < std::tie(o.m, o.k, o.n, o.s); }
+  };
+  std::map<Key, double> dense, sparse;  // ms; dense keyed with s = ""
+  llvm::SmallVector<llvm::StringRef, 0> lines;
+  llvm::StringRef(csv).split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef, 16> f;
+    line.split(f, ',', 12);  // the first 12 fields hold no comma
+    if (f.size() < 13 || f[11].empty()) continue;
+    Key key{0, 0, 0, f[9].str()};
+    double ms = 0;
+    if (f[6].getAsInteger(10, key.m) || f[7].getAsInteger(10, key.k) || f[8].getAsInteger(10, key.n) ||
+        f[11].getAsDouble(ms))
+      continue;
+    if (f[4] == "cublaslt-s8s32") dense[Key{key.m, key.k, key.n, ""}] = ms;
+    if (f[4] == "magicube-jit-sparse") sparse[key] = ms;
+  }
+  ASSERT_EQ(sparse.size(), 198u);
+  std::map<std::string, VectorSparse> patterns;  // one synthetic A per (M, K, sparsity)
+  int lost = 0, missed = 0;
+  for (const auto &[key, sp] : sparse) {
+    const double d = dense.at(Key{key.m, key.k, key.n, ""});
+    const std::string pk = fmt::format("{}x{} {}", key.m, key.k, key.s);
+    if (!patterns.count(pk)) {
+      std::mt19937_64 rng(7);
+      patterns.emplace(pk, synthetic_sparse(rng, key.m, key.k, std::stod(key.s), 8, ElemType{8, true}));
+    }
+    const MatrixSignature sig = spmm_signature(patterns.at(pk), key.n);
+    Dispatched disp = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100));
+    const RouteEstimate e = estimate_routes(disp.plan, sig, kH100);
+    const Route r = route_by_model(e);
+    const std::string what = fmt::format("{} N={}: sparse {:.1f} us, dense {:.1f} us measured; model {}", pk, key.n,
+                                         sp * 1e3, d * 1e3, e.str());
+    if (r == Route::Sparse && d < sp) ++lost, ADD_FAILURE() << "sent sparse, dense won: " << what;
+    if (r == Route::Dense && sp * 1.1 <= d) ++missed, ADD_FAILURE() << "sent dense, sparse won by 10 %+: " << what;
+  }
+  EXPECT_EQ(lost + missed, 0);
 }
 
 // int4 weights (L4-R8): the decode kernel widens 4-bit A in registers as it consumes a stride
