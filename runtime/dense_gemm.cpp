@@ -314,7 +314,7 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
     // The score is the 4th fastest of 5 runs, not the median: a candidate that runs slow now
     // and then (the H100's llm grid once kept one at 5.5x its selection time for a whole
     // process, 4096x14336 N=32) shows it in 2 of 5 runs more often than in 3.
-    const double score = ms[std::min(ms.size() - 1, ms.size() * 4 / 5 - (ms.size() * 4 % 5 == 0 ? 1 : 0))];
+    const double score = ms[(4 * ms.size() - 1) / 5];  // the 4th of 5 (the last of 1 or 2)
     log().debug("dense route: M={} N={} K={}: candidate {} ({}) min {:.4f} median {:.4f} max {:.4f} ms, score {:.4f}, {} runs",
                 m_, n_, k_, i, dense_form_name(d.forms[size_t(d.algos[i].form)].form), ms.front(), ms[ms.size() / 2],
                 ms.back(), score, runs);

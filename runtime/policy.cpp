@@ -271,9 +271,10 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const bool resident = plan.launch.family == KernelFamily::SpmmResident;
   const double stream = decode ? kDecodeBytesPerUs : resident ? kResidentBytesPerUs : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
-  e.margin = decode && n > 64 ? kSparseMarginWideN : kSparseMargin;
-  const double tops = decode && n > 64 ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
-                                       : kSparseTops[vi];
+  const bool wide_decode = decode && n > 64;  // the decode kernel in slices (kDecodeTops)
+  e.margin = wide_decode ? kSparseMarginWideN : kSparseMargin;
+  const double tops = wide_decode ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
+                                  : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)

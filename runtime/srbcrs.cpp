@@ -31,31 +31,28 @@ std::vector<int64_t> bank_balanced_order(const VectorSparse &a, int64_t b, int64
   const int64_t groups = len / 8;
   std::vector<int64_t> order(len, -2);
   std::vector<std::array<int, 8>> count(size_t(groups), std::array<int, 8>{});  // rows of each residue a group reads
-  std::vector<bool> doubled(size_t(groups), false);                            // a residue twice in the group
+  std::vector<int> free(size_t(groups), 8);                                    // slots a group has left
   for (int64_t g = 0; g < groups; ++g)
     for (int r = 0; r < 8; ++r)
-      if (!bucket[r].empty()) order[8 * g + r] = bucket[r].back(), bucket[r].pop_back(), ++count[size_t(g)][r];
-  std::vector<int64_t> open;  // groups with a free slot
-  for (int64_t g = 0; g < groups; ++g)
-    for (int j = 0; j < 8; ++j)
-      if (order[8 * g + j] == -2) {
-        open.push_back(g);
-        break;
-      }
+      if (!bucket[r].empty())
+        order[8 * g + r] = bucket[r].back(), bucket[r].pop_back(), ++count[size_t(g)][r], --free[size_t(g)];
+  auto doubled = [&](size_t g) { return *std::max_element(count[g].begin(), count[g].end()) > 1; };
+  std::vector<size_t> open;  // groups with a free slot, in order
+  for (size_t g = 0; g < size_t(groups); ++g)
+    if (free[g]) open.push_back(g);
   for (int r = 0; r < 8; ++r)
     for (; !bucket[r].empty(); bucket[r].pop_back()) {
-      size_t best = 0;
+      size_t best = 0;  // into open
       for (size_t i = 1; i < open.size(); ++i) {
-        const size_t g = size_t(open[i]), bg = size_t(open[best]);
-        if (count[g][r] < count[bg][r] || (count[g][r] == count[bg][r] && doubled[g] && !doubled[bg])) best = i;
+        const size_t g = open[i], bg = open[best];
+        if (count[g][r] < count[bg][r] || (count[g][r] == count[bg][r] && doubled(g) && !doubled(bg))) best = i;
       }
-      const int64_t g = open[best];
+      const size_t g = open[best];
       int j = 0;
-      while (order[8 * g + j] != -2) ++j;
-      order[8 * g + j] = bucket[r].back();
-      if (++count[size_t(g)][r] > 1) doubled[size_t(g)] = true;
-      if (std::find(order.begin() + 8 * g, order.begin() + 8 * g + 8, -2) == order.begin() + 8 * g + 8)
-        open.erase(open.begin() + std::ptrdiff_t(best));
+      while (order[8 * int64_t(g) + j] != -2) ++j;
+      order[8 * int64_t(g) + j] = bucket[r].back();
+      ++count[g][r];
+      if (--free[g] == 0) open.erase(open.begin() + std::ptrdiff_t(best));
     }
   for (int64_t &o : order)
     if (o == -2) o = -1;

@@ -8,6 +8,7 @@
 #include <random>
 #include <tuple>
 
+#include "bench/bench_report.h"
 #include "runtime/autotune.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
@@ -264,19 +265,18 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
     bool operator<(const Key &o) const { return std::tie(m, k, n, s) < std::tie(o.m, o.k, o.n, o.s); }
   };
   std::map<Key, double> dense, sparse;  // ms; dense keyed with s = ""
-  llvm::SmallVector<llvm::StringRef, 0> lines;
-  llvm::StringRef(csv).split(lines, '\n', -1, false);
-  for (llvm::StringRef line : lines) {
-    llvm::SmallVector<llvm::StringRef, 16> f;
-    line.split(f, ',', 12);  // the first 12 fields hold no comma
-    if (f.size() < 13 || f[11].empty()) continue;
-    Key key{0, 0, 0, f[9].str()};
-    double ms = 0;
-    if (f[6].getAsInteger(10, key.m) || f[7].getAsInteger(10, key.k) || f[8].getAsInteger(10, key.n) ||
-        f[11].getAsDouble(ms))
-      continue;
-    if (f[4] == "cublaslt-s8s32") dense[Key{key.m, key.k, key.n, ""}] = ms;
-    if (f[4] == "magicube-jit-sparse") sparse[key] = ms;
+  auto rows = bench::parse_csv(csv);
+  ASSERT_TRUE(bool(rows)) << llvm::toString(rows.takeError());
+  ASSERT_FALSE(rows->empty());
+  std::map<std::string, size_t> col;  // the header's column names
+  for (size_t i = 0; i < rows->front().size(); ++i) col[rows->front()[i]] = i;
+  for (size_t i = 1; i < rows->size(); ++i) {
+    const std::vector<std::string> &f = (*rows)[i];
+    if (f[col.at("ms")].empty()) continue;
+    const Key key{std::stoll(f[col.at("m")]), std::stoll(f[col.at("k")]), std::stoll(f[col.at("n")]), f[col.at("sparsity")]};
+    const double ms = std::stod(f[col.at("ms")]);
+    if (f[col.at("contender")] == "cublaslt-s8s32") dense[Key{key.m, key.k, key.n, ""}] = ms;
+    if (f[col.at("contender")] == "magicube-jit-sparse") sparse[key] = ms;
   }
   ASSERT_EQ(sparse.size(), 198u);
   std::map<std::string, VectorSparse> patterns;  // one synthetic A per (M, K, sparsity)
