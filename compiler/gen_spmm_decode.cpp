@@ -159,13 +159,21 @@ class SpmmDecode : public KernelGen {
     e.decl_only("__shared__ int", "part_rb[WARPS]",
                 "the row-block of each warp's partial sum (-1: none; -2: the warp had no strides)");
     declare_slice_planes();
+    // Source order is issue order here, and ptxas keeps it only across basic blocks: the run's
+    // two loads go first (their round trip overlaps the slice's copy), the slice's cp.async loop,
+    // then the ring's first loads, and the wait for the slice last, behind a branch (ptxas hoisted
+    // a plain wait above every load: the slice, the run's bounds and the ring's first strides
+    // then came one after the other, three round trips before the first mma).
+    e.comment("---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts");
+    e.comment("     (two independent loads, first: no row-block is shared between blocks; T x y / gridDim.y");
+    e.comment("     in 32 bits: tq x y + tr x y / gridDim.y, tr x y < 2^32) ----");
+    e.decl("const unsigned", "tq", Expr("(unsigned)T / gridDim.y"));
+    e.decl("const unsigned", "tr", Expr("(unsigned)T % gridDim.y"));
+    e.decl("const int", "bs", Expr("__ldg(stride_next + (int)(tq * blockIdx.y + tr * blockIdx.y / gridDim.y))"));
+    e.decl("const int", "be", Expr("__ldg(stride_next + (int)(tq * (blockIdx.y + 1) + tr * (blockIdx.y + 1) / gridDim.y))"));
     e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
     copy_slice();
     commit();
-    e.comment("---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts");
-    e.comment("     (two independent loads; no row-block is shared between blocks) ----");
-    e.decl("const int", "bs", Expr("__ldg(stride_next + (int)((long long)T * blockIdx.y / gridDim.y))"));
-    e.decl("const int", "be", Expr("__ldg(stride_next + (int)((long long)T * (blockIdx.y + 1) / gridDim.y))"));
     e.comment("---- this warp's piece [cw, cw1): an equal share of the run (row-blocks may be cut between warps) ----");
     e.decl("const int", "cw", Expr("bs + (int)((long long)(be - bs) * warp / WARPS)"));
     e.decl("const int", "cw1", Expr("bs + (int)((long long)(be - bs) * (warp + 1) / WARPS)"));
@@ -178,7 +186,10 @@ class SpmmDecode : public KernelGen {
       for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", "ls" + D + "_" + S(g) + "[" + S(lhs_regs()) + "]");
       issue(d, d ? "cw + " + D + " < cw1" : std::string("cw < cw1"), d);
     }
-    wait_all("this thread's part of the slice landed");
+    {
+      auto after_issue = e.scope("if (cw1 >= cw)", "always: a branch keeps the wait below the ring's loads");
+      wait_all("this thread's part of the slice landed");
+    }
     e.line("__syncthreads();", "and every thread's");
     declare_accumulators("");
     // volatile: written once (the piece's first row-block end, in one ring slot's rare branch)
@@ -226,6 +237,7 @@ class SpmmDecode : public KernelGen {
     e.decl("const int", "open_rb", Expr("ml & (1u << 31) ? -1 : (int)(ml & 0x3fffffffu)"));
     e.decl("const bool", "owned", Expr("!head"));
     e.comment("---- row-blocks cut between warps: each later warp's partial, added by the warp that started it ----");
+    wait_all("(landed: the wait above; kept here unconditionally, as the partial sums overwrite the slice)");
     e.line("__syncthreads();", "every warp is done with B's slice: it holds the partial sums now");
     e.decl("int *", "part", Expr("(int *)smem"), "[warp][accumulator][register][lane]");
     {

@@ -401,8 +401,18 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_NE(src.find("__launch_bounds__(512, 1)"), std::string::npos);
   EXPECT_NE(src.find("    int ldb,  // the slice width (BSn)\n    int K,  // B's rows\n    int T  // strides"), std::string::npos);
   EXPECT_EQ(src.find("row_ptr"), std::string::npos) << "the schedule replaces the row pointers";
-  EXPECT_NE(src.find("const int bs = __ldg(stride_next + (int)((long long)T * blockIdx.y / gridDim.y));"), std::string::npos)
-      << "a block's run: two independent loads";
+  const size_t bs_at = src.find("const int bs = __ldg(stride_next + (int)(tq * blockIdx.y + tr * blockIdx.y / gridDim.y));");
+  EXPECT_NE(bs_at, std::string::npos) << "a block's run: two independent loads, in 32-bit arithmetic (no 64-bit division)";
+  EXPECT_EQ(src.find("(long long)T *"), std::string::npos);
+  // Issue order: the run's bounds, the slice's copy, the ring's first loads, then the wait
+  // for the slice behind a branch (ptxas hoisted a plain wait above the loads).
+  const size_t copy_at = src.find("cp.async.ca.shared.global"), ring_at = src.find("m0 = __ldg(pm);"),
+               wait_at = src.find("if (cw1 >= cw) {"), sync_at = src.find("__syncthreads();  // and every thread's");
+  EXPECT_LT(bs_at, copy_at);
+  EXPECT_LT(copy_at, ring_at);
+  EXPECT_LT(ring_at, wait_at);
+  EXPECT_NE(src.find("cp.async.wait_group 0;", wait_at), std::string::npos);
+  EXPECT_LT(src.find("cp.async.wait_group 0;", wait_at), sync_at);
   EXPECT_NE(src.find("const int cw = bs + (int)((long long)(be - bs) * warp / WARPS);"), std::string::npos)
       << "a warp's piece: arithmetic";
   EXPECT_NE(src.find("m0 = __ldg(pm);"), std::string::npos) << "the schedule word loads with A";
