@@ -158,6 +158,12 @@ class SpmmDecode : public KernelGen {
                 "B's slice; after the loop, the warps' partial sums");
     e.decl_only("__shared__ int", "part_rb[WARPS]",
                 "the row-block of each warp's partial sum (-1: none; -2: the warp had no strides)");
+    if (l.pdl) {
+      e.comment("---- programmatic dependent launch: the stream's next grid may launch now (its blocks start as");
+      e.comment("     this one's leave the SMs); nothing global is read or written before the previous grid is done ----");
+      e.line("asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::);");
+      e.line("asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");");
+    }
     declare_slice_planes();
     // Source order is issue order here, and ptxas keeps it only across basic blocks: the run's
     // two loads go first (their round trip overlaps the slice's copy), the slice's cp.async loop,

@@ -231,6 +231,7 @@ std::string plan_launch(Plan &p) {
         why = "decode: 4-bit B is gathered 32 columns at a time; BSn=" + S(s.bsn) + " must be 32 or 64";
       if (s.split != 1 || !s.prefetch)
         why = "decode: the decode kernel needs split 1 and prefetch (" + to_string(s) + ")";
+      l.pdl = s.arch >= 90;  // griddepcontrol: PTX 7.8, sm_90
       break;
     }
     case KernelFamily::SddmmFast: {
@@ -293,6 +294,7 @@ std::string Launch::str() const {
   if (family == KernelFamily::SpmmResident) o += ", " + S(ring_depth) + "-deep register ring";
   if (family == KernelFamily::SpmmDecode)
     o += ", block strides split over " + S(threads / 32) + " warps, " + S(ring_depth) + "-deep register ring";
+  if (pdl) o += ", programmatic dependent launch";
   o += ", " + S(static_smem) + " B static smem";
   if (slice_bytes_per_k) o += " + max(K,8) x " + S(slice_bytes_per_k) + " B dynamic";
   if (family == KernelFamily::SpmmDecode) o += " (at least " + S(reduction_smem) + " B: the warps' partial sums)";

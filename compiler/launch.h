@@ -66,6 +66,11 @@ struct Launch {
                               // decode: the warps' partial accumulators (dynamic, over B's slice once the loop is done)
   int slice_bytes_per_k = 0;  // resident, decode: dynamic shared memory per row of B (every rhs plane)
   int block_cols = 64;        // dense columns (SDDMM: vectors) per block: grid x = ceil(N / block_cols)
+  // Programmatic dependent launch (decode, sm_90): launched with programmatic stream
+  // serialization, the kernel lets the stream's next grid launch at once and waits for the
+  // previous one (griddepcontrol) before its first global access, so a chain of layers
+  // overlaps each launch and block start with the previous kernel's tail.
+  bool pdl = false;
   std::vector<KernelParam> params;  // in order
 
   // B's slice lives in dynamic shared memory (resident, decode).

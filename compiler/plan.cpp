@@ -186,6 +186,7 @@ llvm::json::Value to_json(const Plan &p) {
                                     {"reduction_smem", p.launch.reduction_smem},
                                     {"slice_bytes_per_k", p.launch.slice_bytes_per_k},
                                     {"block_cols", p.launch.block_cols},
+                                    {"pdl", p.launch.pdl},
                                     {"params", [&] {
                                        llvm::json::Array a;
                                        for (const KernelParam &k : p.launch.params) a.push_back(k.type + " " + k.name);

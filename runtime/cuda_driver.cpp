@@ -24,7 +24,7 @@ namespace {
   X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)      \
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)         \
   X(cuMemsetD8) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)          \
-  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)               \
+  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)               \
   X(cuEventSynchronize) X(cuStreamIsCapturing)                                                              \
   X(cuEventElapsedTime)
 
@@ -423,7 +423,7 @@ llvm::Error raise_shared_limit(CUfunction function, int bytes) {
 }
 
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                   void **args, bool limit_raised) {
+                   void **args, bool limit_raised, bool programmatic) {
   if (auto e = require_driver()) return e;
   if (!function) return plain("launch: null CUfunction");
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
@@ -432,10 +432,23 @@ llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_b
   if (shared_bytes > kDefaultSharedLimit && !limit_raised)
     if (auto e = raise_shared_limit(function, int(shared_bytes))) return e;
   // The hot path: no strings are built unless the launch fails.
-  const CUresult r = api().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
-                                          stream, args, nullptr);
+  CUresult r;
+  if (programmatic) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
+    config.blockDimX = block.x, config.blockDimY = block.y, config.blockDimZ = block.z;
+    config.sharedMemBytes = shared_bytes, config.hStream = stream;
+    config.attrs = &attr, config.numAttrs = 1;
+    r = api().cuLaunchKernelEx(&config, function, args, nullptr);
+  } else {
+    r = api().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, args,
+                             nullptr);
+  }
   if (r == CUDA_SUCCESS) return llvm::Error::success();
-  return check(r, "cuLaunchKernel",
+  return check(r, programmatic ? "cuLaunchKernelEx (programmatic stream serialization)" : "cuLaunchKernel",
                "grid " + dims(grid) + ", block " + dims(block) + ", " + llvm::Twine(shared_bytes) +
                    " bytes of dynamic shared memory");
 }

@@ -183,8 +183,11 @@ struct Dim3 {
 // cuLaunchKernel; raises CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first when
 // shared_bytes > 48 KiB, unless the caller did so once (limit_raised, see
 // raise_shared_limit). Asynchronous: errors of the kernel itself show at the next sync.
+// `programmatic`: cuLaunchKernelEx with programmatic stream serialization (sm_90, PDL): the
+// grid may start while the stream's previous kernel finishes, so the kernel must wait
+// (griddepcontrol.wait) before it reads or writes anything that kernel touches.
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                   void **args, bool limit_raised = false);
+                   void **args, bool limit_raised = false, bool programmatic = false);
 // Whether `stream` is being captured into a CUDA graph (cuStreamIsCapturing): no
 // synchronization, allocation or timing may happen on it then.
 llvm::Expected<bool> stream_is_capturing(CUstream stream);

@@ -382,7 +382,7 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
                  "; use a smaller bsn or a plan without resident B");
     const Dim3 grid = l.family == KernelFamily::SpmmDecode ? decode_grid(l, b.n, a.num_blocks, v.strides, b.k, sm_count_)
                                                             : resident_grid(l, b.n, a.num_blocks, smem, sm_count_);
-    return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true);
+    return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true, l.pdl);
   }
   const Dim3 grid{l.grid_x(b.n), unsigned(a.num_blocks), 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());

@@ -683,6 +683,9 @@ TEST(Cli, RunRefusesBadInputsWithoutAGpu) {
       {"--m=16 --k=16 --sparsity=0.5 --n=8 --layout=srbcrs", "layout: --layout=srbcrs applies to --op=sddmm only"},
       {"--m=16 --k=16 --sparsity=0.5 --n=8 --stride=16", "stride: --stride=16 applies to --op=sddmm only"},
       {"--m=16 --k=16 --sparsity=0.5 --n=8 --candidate=99", "candidate:"},
+      {"--m=16 --k=16 --sparsity=0.5 --n=8 --layers=0", "layers: --layers=0 is not allowed (allowed: 1..64)"},
+      {"--m=16 --k=16 --sparsity=0.5 --n=8 --layers=65", "layers: --layers=65 is not allowed"},
+      {"--op=sddmm --m=16 --n=16 --sparsity=0.5 --k=8 --layers=2", "layers: --layers applies to --op=spmm only"},
       {"--matrix=/no/such/file.smtx --n=8", "/no/such/file.smtx"},
       {"--matrix=x.smtx --m=4 --n=8", "cannot be combined"},
   };

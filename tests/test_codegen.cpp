@@ -337,6 +337,41 @@ TEST(Codegen, ResidentBKernelAndItsRefusals) {
 // The decode kernel: its launch facts, its skeleton (a stride-balanced run of row-blocks per
 // block, pieces of strides per warp, partials summed in shared memory, no atomics) and the
 // refusals that name the problem.
+// On sm_90 the decode kernel is a programmatic dependent launch: the plan says so (its JSON,
+// hence the cache key, too) and the kernel waits for the previous grid before its first
+// global load; on sm_80 (no griddepcontrol) neither.
+TEST(Codegen, DecodeKernelWaitsForThePreviousGridOnSm90) {
+  for (int arch : {90, 80}) {
+    OpSpec s = spmm({8, true}, {8, true}, 8, arch, true, OutType::Int32, 16);
+    s.resident = s.decode = true;
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    EXPECT_EQ(p->launch.pdl, arch == 90);
+    EXPECT_EQ(p->launch.str().find("programmatic dependent launch") != std::string::npos, arch == 90);
+    std::string json;
+    llvm::raw_string_ostream(json) << to_json(*p);
+    EXPECT_NE(json.find(arch == 90 ? "\"pdl\":true" : "\"pdl\":false"), std::string::npos) << json;
+    auto k = generate(*p);
+    ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+    const std::string &src = k->source;
+    const size_t wait = src.find("griddepcontrol.wait;"), first_load = src.find("__ldg("),
+                 copy = src.find("cp.async.ca.shared.global");
+    if (arch == 80) {
+      EXPECT_EQ(wait, std::string::npos);
+      EXPECT_EQ(src.find("griddepcontrol"), std::string::npos);
+      continue;
+    }
+    ASSERT_NE(wait, std::string::npos);
+    EXPECT_LT(src.find("griddepcontrol.launch_dependents;"), wait);
+    EXPECT_LT(wait, first_load);
+    EXPECT_LT(wait, copy);
+  }
+  // Other families launch plainly.
+  auto ring = plan(spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 64));
+  ASSERT_TRUE(bool(ring));
+  EXPECT_FALSE(ring->launch.pdl);
+}
+
 TEST(Codegen, DecodeKernelAndItsRefusals) {
   OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
   s.resident = s.decode = true;

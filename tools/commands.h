@@ -90,6 +90,7 @@ struct RunArgs {
   bool layout_given = false, stride_given = false;
   int repeat = 50, warmup = 10;
   bool flush_l2 = false;  // run: flush the L2 before each timed launch (weights from HBM)
+  int layers = 1;         // run, SpMM: a chain of this many layers (own A and B each), timed as one launch
   uint64_t seed = 1;
 };
 

@@ -125,6 +125,10 @@ cl::opt<int> WarmupFlag("warmup", cl::desc("untimed launches before timing"), cl
 cl::opt<bool> FlushL2Flag("flush-l2",
                           cl::desc("flush the L2 before each timed launch (the weight comes from HBM, as in a model)"),
                           cl::cat(RunCat), cl::sub(RunCmd), cl::sub(TuneCmd));
+cl::opt<int> LayersFlag("layers",
+                        cl::desc("spmm: time a chain of this many layers (each its own random A and B of these flags), "
+                                 "launched back to back on one stream as a model's layers run; 1..64"),
+                        cl::init(1), cl::cat(RunCat), cl::sub(RunCmd));
 cl::opt<unsigned long long> SeedFlag("seed", cl::desc("random seed of the inputs"), cl::init(1), cl::cat(RunCat),
                                      cl::sub(RunCmd), cl::sub(TuneCmd), cl::sub(PlanCmd));
 
@@ -213,6 +217,7 @@ tool::RunArgs run_args() {
   r.repeat = RepeatFlag;
   r.warmup = WarmupFlag;
   r.flush_l2 = FlushL2Flag;
+  r.layers = LayersFlag;
   r.seed = SeedFlag;
   return r;
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <random>
@@ -119,6 +120,9 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
                   " is not allowed (give --k=K, the reduction length, A's columns and B's rows: 1..2^31-1)");
   }
   if (auto e = check_timing_flags(r.repeat, r.warmup)) return fail(std::move(e));
+  if (r.layers < 1 || r.layers > 64)
+    return fail("layers: --layers=" + llvm::Twine(r.layers) + " is not allowed (allowed: 1..64)");
+  if (sddmm && r.layers != 1) return fail("layers: --layers applies to --op=spmm only");
 
   std::mt19937_64 rng(r.seed);
   // SpMM: `sparse` is A (M x K), `b` is B (K x N, row-major).
@@ -189,18 +193,52 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
     pipe->set_epilogue(draw_epilogue(plan.spec, m, n, amax, rng));
     llvm::outs() << "epilogue  " << epilogue_str(plan.spec, pipe->epilogue()) << "\n";
   }
+  // More layers (--layers): each its own A (drawn as layer 0's, or the same --matrix) and B,
+  // packed for the same plan; the chain launches them back to back on one stream.
+  std::deque<VectorSparse> more_a;
+  std::vector<std::unique_ptr<Pipeline>> more;
+  for (int layer = 1; layer < r.layers; ++layer) {
+    auto w = make_sparse(r, *spec, spec->lhs, r.k, "k", rng);
+    if (!w) return fail(w.takeError());
+    more_a.push_back(std::move(*w));
+    more.push_back(Pipeline::spmm(plan.spec, more_a.back(), random_dense(rng, k * n, spec->rhs), n));
+    if (floating) {
+      double amax = 0;
+      for (int64_t x : more.back()->reference()) amax = std::max(amax, std::fabs(double(x)));
+      more.back()->set_epilogue(draw_epilogue(plan.spec, m, n, amax, rng));
+    }
+  }
+  int64_t chain_vectors = nnz;  // every layer's
+  for (const VectorSparse &w : more_a) chain_vectors += w.num_vectors();
+  if (r.layers > 1)
+    llvm::outs() << fmt::format("layers    {} (each its own A and B; {} nnz-vectors in all), launched back to back on one "
+                                "stream; timed as one chain\n",
+                                r.layers, chain_vectors);
   std::function<llvm::Error()> launch;
   if (dense) {  // the dense route: A densified, B transposed, cuBLASLt's fastest algorithm
     auto t0 = std::chrono::steady_clock::now();
     if (auto e = pipe->prepare_dense(*ctx)) return fail(std::move(e));
     if (auto e = pipe->poison()) return fail(std::move(e));
+    for (auto &q : more) {
+      if (auto e = q->prepare_dense(*ctx)) return fail(std::move(e));
+      if (auto e = q->poison()) return fail(std::move(e));
+    }
     llvm::outs() << "kernel    " << pipe->dense_describe() << "\n"
                  << fmt::format("load      {:.1f} ms (dense copy of A uploaded, algorithms timed)\n", ms_since(t0));
     llvm::outs().flush();
-    launch = [&]() -> llvm::Error { return pipe->launch_dense(); };
+    launch = [&]() -> llvm::Error {
+      if (auto e = pipe->launch_dense()) return e;
+      for (auto &q : more)
+        if (auto e = q->launch_dense()) return e;
+      return llvm::Error::success();
+    };
   } else {
     if (auto e = pipe->prepare(plan)) return fail(std::move(e));
     if (auto e = pipe->poison()) return fail(std::move(e));  // every element must be written
+    for (auto &q : more) {
+      if (auto e = q->prepare(plan)) return fail(std::move(e));
+      if (auto e = q->poison()) return fail(std::move(e));
+    }
 
     CompileCache::Stats before = kernel_compile_cache().stats();
     auto t0 = std::chrono::steady_clock::now();
@@ -216,7 +254,12 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
                  << fmt::format("load      {:.1f} ms ({}, loaded for {})\n", load_ms, from,
                                   arch_name((*kernel)->arch()));
     llvm::outs().flush();
-    launch = [&, k = *kernel]() -> llvm::Error { return pipe->launch(*k); };
+    launch = [&, k = *kernel]() -> llvm::Error {
+      if (auto e = pipe->launch(*k)) return e;
+      for (auto &q : more)
+        if (auto e = q->launch(*k)) return e;
+      return llvm::Error::success();
+    };
   }
 
   // One checked run.
@@ -258,6 +301,15 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
     if (v.nonfinite) llvm::outs() << fmt::format("; {} element(s) beyond {}'s range, stored as inf", v.nonfinite, out_name(out));
     llvm::outs() << "\n";
   }
+  for (size_t i = 0; i < more.size(); ++i) {  // the other layers: exact too, or the run fails
+    auto c = more[i]->verify(kCheckBudget);
+    if (!c) return fail(c.takeError());
+    if (c->differ) {
+      llvm::outs() << fmt::format("exact: no: layer {}: {} of {} elements differ\n", i + 1, c->differ, c->checked);
+      return 1;
+    }
+  }
+  if (!more.empty()) llvm::outs() << fmt::format("exact: yes (layers 1..{} too)\n", more.size());
   llvm::outs().flush();
 
   // Timed launches, the library's way (runtime/timing.h: a filler memset ahead, each launch
@@ -269,13 +321,16 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   const double median = timed->median_ms;
   const std::vector<double> ms{timed->min_ms, timed->max_ms};
   // SpMM: each vector meets N columns of B; SDDMM: each vector is a K-long dot product per row.
-  double ops = 2.0 * double(nnz) * double(spec->v) * double(sddmm ? k : n);
+  double ops = 2.0 * double(chain_vectors) * double(spec->v) * double(sddmm ? k : n);
   double tops = median > 0 ? ops / (median * 1e-3) / 1e12 : 0.0;
   llvm::outs() << fmt::format("time      median {:.4f} ms over {} launch(es) (min {:.4f}, max {:.4f}; warm-up {}; L2 {})\n",
                                 median, r.repeat, ms.front(), ms.back(), r.warmup,
                                 r.flush_l2 ? "flushed before each launch" : "warm")
                << fmt::format("tops      {:.3f} effective TOPS (2 * nnz-vectors * V * {} / median time)\n", tops,
                                 sddmm ? "K" : "N");
+  if (r.layers > 1)
+    llvm::outs() << fmt::format("layer     median {:.4f} ms a layer (the chain's median / {})\n", median / r.layers,
+                                r.layers);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "compiler/planner.h"
+#include "jit/nvrtc.h"
 #include "runtime/kernel.h"
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
@@ -294,6 +295,72 @@ TEST(SpmmGpu, DecodeRefusesWhatItCannotRun) {
   llvm::Error e = (*kd)->launch(*da, *db, c->ptr(), nullptr);
   ASSERT_TRUE(bool(e));
   EXPECT_NE(llvm::toString(std::move(e)).find("A was packed for another plan (32-bit column indices"), std::string::npos);
+}
+
+// The decode kernel on sm_90 is launched as a programmatic dependent launch: it may start
+// while the stream's previous kernel runs, and must wait for it before reading anything. The
+// previous kernel here lets dependents launch at once (griddepcontrol.launch_dependents), spins,
+// then writes B; a decode kernel that read B before waiting would see the poison.
+TEST(SpmmGpu, DecodeKernelWaitsForThePreviousKernel) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, ctx->compute_capability() >= 90 ? 90 : 80};
+  s.resident = s.decode = true;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  EXPECT_EQ(p->launch.pdl, s.arch >= 90) << p->launch.str();
+  std::mt19937_64 rng(11);
+  const int64_t m = 2048, k = 1024, n = 16;
+  VectorSparse a = random_vector_sparse(rng, m, k, 8, k, s.lhs);
+  std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+  auto layout = build_srbcrs(a, *p);
+  ASSERT_TRUE(bool(layout));
+  auto pa = pack_lhs(*layout, *p);
+  auto pb = pack_rhs(b, k, n, *p);
+  ASSERT_TRUE(pa && pb);
+  auto da = upload(*pa, *layout);
+  auto db = upload(*pb), src = upload(*pb);
+  ASSERT_TRUE(da && db && src);
+  ASSERT_EQ(db->planes.size(), 1u);
+  const std::string name = "magicube_test_slow_writer";
+  const std::string code = "extern \"C\" __global__ void " + name +
+                           "(const unsigned char *src, unsigned char *dst, unsigned long long bytes, long long spin) {\n"
+                           "#if __CUDA_ARCH__ >= 900\n"
+                           "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::);\n"
+                           "#endif\n"
+                           "  const long long t0 = clock64();\n"
+                           "  while (clock64() - t0 < spin) {}\n"
+                           "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < bytes;"
+                           " i += gridDim.x * blockDim.x) dst[i] = src[i];\n"
+                           "}\n";
+  auto cubin = nvrtc_compile(code, "slow_writer.cu", ctx->compute_capability(), Emit::CUBIN, {});
+  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  auto mod = Module::load(*cubin);
+  ASSERT_TRUE(bool(mod)) << llvm::toString(mod.takeError());
+  auto fn = mod->function(name);
+  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  auto kd = SpmmKernel::get(*ctx, *p);
+  ASSERT_TRUE(bool(kd)) << llvm::toString(kd.takeError());
+  auto c = DeviceBuffer::allocate(size_t(m * n * 4));
+  ASSERT_TRUE(bool(c));
+  const std::vector<int64_t> want = reference_spmm(a, b, n);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_FALSE(bool(db->planes[0].memset(0x77)));  // poison B: the writer restores it
+    ASSERT_FALSE(bool(c->memset(0xAB)));
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    CUdeviceptr from = src->planes[0].ptr(), to = db->planes[0].ptr();
+    unsigned long long bytes = db->planes[0].bytes();
+    long long spin = 200000;  // ~0.1 ms at H100 clocks
+    void *args[] = {&from, &to, &bytes, &spin};
+    // One warp on one SM: the decode kernel's blocks fit beside it on every other SM at once.
+    ASSERT_FALSE(bool(magicube::launch(*fn, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, nullptr, args)));
+    ASSERT_FALSE(bool((*kd)->launch(*da, *db, c->ptr(), nullptr)));
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    auto h = c->download<int32_t>(size_t(m * n));
+    ASSERT_TRUE(bool(h));
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ((*h)[i], want[i]) << "round " << round << ": C[" << i / n << ", " << i % n
+                                  << "] (read B before the previous kernel wrote it?)";
+  }
 }
 
 // A resident-B launch refuses, naming the problem: a K whose slice exceeds the block's shared
