@@ -51,7 +51,7 @@ cl::opt<int> DlmcLimit("dlmc-limit", cl::desc("DLMC files per sparsity, 0 = all 
 cl::opt<std::string> Vs("v", cl::desc("V values, e.g. 8,4,2 (default 8,4,2; --quick 8)"), cl::cat(BenchCat));
 cl::opt<std::string> Ns("n", cl::desc("N values of SpMM, e.g. 256,512 (default)"), cl::cat(BenchCat));
 cl::opt<std::string> Sections("sections",
-                              cl::desc("synthetic,dlmc,sddmm,small,jit,llm (default: all but llm)"),
+                              cl::desc("synthetic,dlmc,sddmm,small,jit,llm,chain (default: all but llm and chain; chain: the llm grid's decode problems at N 1 and 16, or --llm-n, as 8 layers back to back)"),
                               cl::cat(BenchCat));
 cl::opt<int> Repeat("repeat", cl::desc("timed runs per contender (the median is reported)"), cl::init(20),
                     cl::cat(BenchCat));

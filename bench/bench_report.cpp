@@ -192,9 +192,10 @@ llvm::Expected<BenchConfig> make_config(const BenchOptions &o) {
       else if (s == "small") c.small = true;
       else if (s == "jit") c.jit = true;
       else if (s == "llm") c.llm = true;
+      else if (s == "chain") c.chain = true;
       else
         return err("sections: '" + s + "' in --sections=" + o.sections +
-                   " is not a section (allowed: synthetic, dlmc, sddmm, small, jit, llm)");
+                   " is not a section (allowed: synthetic, dlmc, sddmm, small, jit, llm, chain)");
     }
   }
   if (o.repeat < 1 || o.repeat > 100000)
@@ -898,6 +899,60 @@ std::string llm_markdown(const RunInfo &info, const std::vector<ResultRow> &rows
 // than dense cuBLASLt int8 (within the timing noise of the same GEMM: 3 %), decode at N <= 16
 // (ratio to dense at s=0.5 / 0.7 and % of HBM bandwidth, L8-R8 V=8), prefill at N >= 2048
 // (the sparse kernel at s=0.9 against dense).
+std::string chain_markdown(const RunInfo &info, const std::vector<ResultRow> &rows) {
+  struct Cells {
+    const ResultRow *ours = nullptr, *sparse = nullptr, *dense = nullptr;
+  };
+  std::map<std::tuple<std::string, int, int64_t, int64_t, int64_t, double>, Cells> cells;
+  for (const ResultRow &r : rows) {
+    if (r.source != "chain") continue;
+    Cells &c = cells[{r.contender == kCublasLtS8ApiStorage ? std::string() : r.precision, r.v, r.m, r.k, r.n, r.sparsity}];
+    if (r.contender == kOurs) c.ours = &r;
+    if (r.contender == kOursSparse) c.sparse = &r;
+    if (r.contender == kCublasLtS8ApiStorage) c.dense = &r;
+  }
+  if (cells.empty()) return "";
+  // The dense chain does not depend on precision or V: find it by shape, N and sparsity.
+  auto dense_of = [&](int64_t m, int64_t k, int64_t n, double s) -> const ResultRow * {
+    for (auto &[key, c] : cells)
+      if (c.dense && std::get<2>(key) == m && std::get<3>(key) == k && std::get<4>(key) == n &&
+          std::abs(std::get<5>(key) - s) < 1e-9)
+        return c.dense;
+    return nullptr;
+  };
+  auto ok = [](const ResultRow *r) { return r && r->status == "ok" && std::isfinite(r->ms) && r->ms > 0; };
+  auto ms = [&](const ResultRow *r) { return ok(r) ? fmt::format("{:.4f}", r->ms) : std::string("-"); };
+  std::string md =
+      "## Decode chains\n\n"
+      "Each problem as 8 layers (each its own weight, drawn as the llm section draws them) launched back to back on "
+      "one stream, as a model's layers run; the L2 flushed before each timed chain; times per layer (the chain's "
+      "median / 8). Sparse kernel: the dispatch's sparse plan (decode kernels on sm_90 are programmatic dependent "
+      "launches: each overlaps its launch with the previous layer's tail). Dense: the library's dense route, cuBLASLt "
+      "s8 x s8 -> s32 with our API's storage, in the same process. Ours: the route the dispatch takes. % HBM: the "
+      "sparse kernel's bytes per layer (packed A, indices, B, C) against the device's peak. Every layer of both "
+      "chains checked against the int64 reference.\n\n"
+      "| precision | V | M x K | N | s | ours ms/layer | x dense | route | sparse kernel ms/layer | x dense | % HBM | "
+      "dense ms/layer | exact |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |\n";
+  for (auto &[key, c] : cells) {
+    auto &[prec, v, m, k, n, s] = key;
+    if (prec.empty()) continue;
+    const ResultRow *dense = dense_of(m, k, n, s);
+    auto x = [&](const ResultRow *r) {
+      return ok(r) && ok(dense) ? fmt::format("{:.2f}x", dense->ms / r->ms) : std::string("-");
+    };
+    const std::string route =
+        c.ours ? (c.ours->config.find("[route: dense") != std::string::npos ? "dense" : "sparse") : "-";
+    std::string hbm = "-";
+    if (ok(c.sparse) && c.sparse->bytes > 0 && info.hbm_bytes_per_s > 0)
+      hbm = fmt::format("{:.1f}%", 100.0 * c.sparse->bytes / (c.sparse->ms * 1e-3) / info.hbm_bytes_per_s);
+    std::string exact = "-";
+    if (c.sparse && dense) exact = (c.sparse->exact.rfind("yes", 0) == 0 && dense->exact.rfind("yes", 0) == 0) ? "yes" : "NO";
+    md += fmt::format("| {} | {} | {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", prec, v, m, k, n,
+                      sp_str(s), ms(c.ours), x(c.ours), route, ms(c.sparse), x(c.sparse), hbm, ms(dense), exact);
+  }
+  return md + "\n";
+}
+
 std::string llm_targets(const RunInfo &info, const std::vector<ResultRow> &rows) {
   std::map<std::array<int64_t, 3>, double> dense;
   for (const ResultRow &r : rows)
@@ -1182,6 +1237,7 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
   }
 
   md += llm_markdown(info, rows);
+  md += chain_markdown(info, rows);
 
   // ---- JIT ----
   md += "## JIT costs\n\n| what | time |\n| --- | ---: |\n";

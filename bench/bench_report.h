@@ -186,6 +186,7 @@ struct BenchConfig {
   int dlmc_limit = 10;
   bool synthetic = true, dlmc = true, sddmm = true, small = true, jit = true;
   bool llm = false;  // only when --sections names it
+  bool chain = false;  // decode chains of the llm grid's problems (N 1 and 16 unless --llm-n): only when named
   LlmGrid llm_grid = LlmGrid::Default;
   // The llm grid's problems kept: precision names and V, from --filter and --v when given
   // (empty: all of the grid's).
@@ -326,6 +327,8 @@ std::string summary_markdown(const RunInfo &info, const std::vector<ResultRow> &
 // % of peak; the sparse kernel's ms; dense int8, bf16 and cuSPARSELt ms), the line "never
 // slower than dense: X of Y problems (worst: ...)" and "bit-exact: X of Y".
 std::string llm_markdown(const RunInfo &info, const std::vector<ResultRow> &rows);
+// The "## Decode chains" section from the rows of source "chain" ("" when there are none).
+std::string chain_markdown(const RunInfo &info, const std::vector<ResultRow> &rows);
 
 // The published Magicube rows of results.csv that fit the measured synthetic problems of
 // ours (V=8, M=K=4096 SpMM; M=N=4096 SDDMM): one per (problem, precision).

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <functional>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -139,6 +140,7 @@ constexpr double kCheckBudget = 8e9;
 // The same for the llm section, whose problems are many and big: decode (N <= 64) is checked
 // in full, prefill on a few row-blocks (at least 2: the first and the last).
 constexpr double kLlmCheckBudget = 2e8;
+constexpr int kChainLayers = 8;  // the chain section's layers per chain
 
 // The result column of a verification: "yes", "yes (sample of a/b row-blocks)" or "NO: ...".
 std::string exact_text(const Verification &v, const char *what) {
@@ -281,6 +283,8 @@ class Suite {
   // 2:4 int8 on pruned weight matrices times N tokens, L2 flushed before every timed call.
   void llm();
   int64_t llm_tasks() const;
+  void chain();
+  int64_t chain_tasks() const;
   int64_t dlmc_tasks(size_t files) const {
     return int64_t(files) * int64_t(cfg_.dlmc_vs.size() * cfg_.dlmc_ns.size()) *
            (vendor_count() + int64_t(cfg_.spmm_precisions.size()));
@@ -661,6 +665,7 @@ int64_t Suite::tasks() const {
       for (double s : cfg_.sparsities)
         if (sddmm_runs(v, s)) t += int64_t(cfg_.sddmm_precisions.size() * cfg_.sddmm_ks.size());
   if (cfg_.llm) t += llm_tasks();
+  if (cfg_.chain) t += chain_tasks();
   return t;
 }
 
@@ -847,6 +852,24 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
   }
 }
 
+// The bytes one sparse call moves (runtime/bench_report.h's SparseTraffic): packed A and its
+// indices as plan packs them, B, C.
+double sparse_call_bytes(const Plan &plan, const VectorSparse &a, int64_t n) {
+  SparseTraffic t;
+  t.slots = padded_slots(a.block_ptr, plan.k_stride);
+  t.num_blocks = a.num_blocks();
+  t.v = a.v;
+  t.lhs_storage_bits = 0;
+  for (const Chunk &c : plan.lhs) t.lhs_storage_bits += c.storage_bits;
+  t.rhs_storage_bits = 0;
+  for (const Chunk &c : plan.rhs) t.rhs_storage_bits += c.storage_bits;
+  t.m = a.rows;
+  t.k = a.cols;
+  t.n = n;
+  t.out_bytes = int(stored_bytes(plan.spec.out));
+  return llm_sparse_bytes(t);
+}
+
 std::unique_ptr<Pipeline> Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
                                             const std::shared_ptr<SpmmLhsCache> &lhs) {
   std::unique_ptr<Pipeline> kept;
@@ -874,19 +897,7 @@ std::unique_ptr<Pipeline> Suite::llm_sparse(const LlmProblem &pb, const VectorSp
     }
     kept = std::move(pipe);
     r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
-    SparseTraffic t;
-    t.slots = padded_slots(a.block_ptr, plan->k_stride);
-    t.num_blocks = a.num_blocks();
-    t.v = a.v;
-    t.lhs_storage_bits = 0;
-    for (const Chunk &c : plan->lhs) t.lhs_storage_bits += c.storage_bits;
-    t.rhs_storage_bits = 0;
-    for (const Chunk &c : plan->rhs) t.rhs_storage_bits += c.storage_bits;
-    t.m = pb.m;
-    t.k = pb.k;
-    t.n = pb.n;
-    t.out_bytes = int(stored_bytes(plan->spec.out));
-    r.bytes = llm_sparse_bytes(t);
+    r.bytes = sparse_call_bytes(*plan, a, pb.n);
     r.config += fmt::format(" [moves {:.0f} bytes]", r.bytes);
     r.status = "ok";
   });
@@ -950,6 +961,136 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
                            d->route_why, r.bytes);
     r.status = "ok";
   });
+}
+
+// ---- decode chains: a model's layers back to back ---------------------------------------------
+
+std::vector<LlmProblem> chain_problems(const BenchConfig &c) {
+  std::vector<LlmProblem> out;
+  for (const LlmProblem &p : llm_problems(c))
+    if (llm_is_decode(p.n) && (!c.llm_ns.empty() || p.n == 1 || p.n == 16)) out.push_back(p);
+  return out;
+}
+
+int64_t Suite::chain_tasks() const { return int64_t(chain_problems(cfg_).size()); }
+
+// kChainLayers layers of one decode problem, each its own weight (pattern and values drawn as
+// the llm section draws them, by layer) times one B, launched back to back on one stream as a
+// model's layers run (a layer's output is the next one's input there; here B is shared, which
+// changes no dependency the GPU sees: each launch follows the previous one in the stream). The
+// chain is timed as one call with the L2 flushed before it and reported per layer: the sparse
+// kernel's chain (the dispatch's sparse plan; decode kernels on sm_90 overlap each launch with
+// the previous kernel's tail), the library's dense route's chain (cuBLASLt int8 with our API's
+// storage, its algorithm chosen by timing as the dispatch does), and ours: the one of the two
+// the dispatch takes. Every layer of both chains is checked against the reference.
+void Suite::chain() {
+  for (const LlmProblem &p : chain_problems(cfg_)) {
+    const std::string label = fmt::format("{}x{} N={} V={} s={} {} x{}", p.m, p.k, p.n, p.v, sp_str(p.sparsity),
+                                          p.precision.name, kChainLayers);
+    progress_.step("chain", label);
+    const std::string shape = fmt::format("llm-M{}-K{}", p.m, p.k);
+    std::deque<VectorSparse> as;
+    for (int i = 0; i < kChainLayers; ++i) {
+      const uint64_t seed = seeded(mix(hash64(shape + "-s" + sp_str(p.sparsity) + "-layer" + std::to_string(i)), uint64_t(p.v)));
+      VectorSparse a = uniform_pattern(p.m, p.k, p.v, p.sparsity, seed);
+      fill_values(a, p.precision.lhs, mix(seed, hash64(p.precision.lhs.str())));
+      as.push_back(std::move(a));
+    }
+    const std::vector<int64_t> b =
+        random_dense(p.k * p.n, p.precision.rhs, seeded(mix(hash64(shape + p.precision.rhs.str()), uint64_t(p.n))));
+    int64_t vectors = 0;
+    for (const VectorSparse &a : as) vectors += a.num_vectors();
+    ResultRow base = llm_base_row(p.m, p.k, p.n);
+    base.source = "chain";
+    base.matrix = fmt::format("{}-s{}-x{}", shape, sp_str(p.sparsity), kChainLayers);
+    base.precision = p.precision.name;
+    base.v = p.v;
+    base.sparsity = p.sparsity;
+    base.nnz_vectors = vectors / kChainLayers;
+    std::vector<std::unique_ptr<Pipeline>> pipes;
+    // Runs the chain once, checks every layer, then times it; per-layer ms into r.
+    auto run_chain = [&](ResultRow &r, const std::function<llvm::Error(Pipeline &)> &launch) -> llvm::Error {
+      auto chain = [&]() -> llvm::Error {
+        for (auto &q : pipes)
+          if (auto e = launch(*q)) return e;
+        return llvm::Error::success();
+      };
+      for (auto &q : pipes)
+        if (auto e = q->poison()) return e;
+      if (auto e = chain()) return e;
+      if (cudaError_t st = cudaStreamSynchronize(stream_.get()); st != cudaSuccess)
+        return cuda_error("cudaStreamSynchronize after the first chain", st);
+      int sampled = 0;
+      for (size_t i = 0; i < pipes.size(); ++i) {
+        auto checked = pipes[i]->verify(kLlmCheckBudget);
+        if (!checked) return checked.takeError();
+        if (!checked->exact()) {
+          r.exact = fmt::format("no: layer {}: {}", i, exact_text(*checked, "C"));
+          return llvm::Error::success();
+        }
+        sampled += checked->blocks_checked < checked->blocks;
+      }
+      r.exact = sampled ? fmt::format("yes (sample: {} of {} layers on a sample of row-blocks)", sampled, pipes.size())
+                        : fmt::format("yes ({} layers in full)", pipes.size());
+      auto ms = median_ms(stream_.get(), chain, llm_timing(p.n));
+      if (!ms) return ms.takeError();
+      r.ms = *ms / kChainLayers;
+      r.tops = effective_tops(r.nnz_vectors, r.v, p.n, r.ms);
+      return llvm::Error::success();
+    };
+    // The sparse kernel's chain.
+    ResultRow sparse = base;
+    sparse.contender = kOursSparse;
+    std::string how;
+    auto plan = ours_plan(OpKind::SpMM, p.precision, as.front(), p.n, how);
+    guarded(sparse, [&](ResultRow &r) {
+      if (!plan) {
+        r.note = "plan: " + msg(plan.takeError());
+        return;
+      }
+      r.out = out_name(plan->spec.out);
+      for (const VectorSparse &a : as) pipes.push_back(Pipeline::spmm(plan->spec, a, b, p.n));
+      for (auto &q : pipes)
+        if (auto e = q->prepare(*plan)) return void(r.note = "pack and upload: " + msg(std::move(e)));
+      auto kernel = Kernel::get(ctx_, *plan);
+      if (!kernel) return void(r.note = "kernel: " + msg(kernel.takeError()));
+      const Kernel &k = **kernel;
+      r.config = fmt::format("{} {}{} [{} layers back to back{}]", to_string(plan->spec), k.source().name, how,
+                             kChainLayers, plan->launch.pdl ? ", programmatic dependent launch" : "");
+      if (auto e = run_chain(r, [&](Pipeline &q) { return q.launch(k, stream()); }))
+        return void(r.note = msg(std::move(e)));
+      r.bytes = sparse_call_bytes(*plan, as.front(), p.n);
+      r.status = "ok";
+    });
+    const ResultRow sparse_row = out_.rows.back();
+    // The dense route's chain: the same layers' dense copies.
+    ResultRow dense = base;
+    dense.contender = kCublasLtS8ApiStorage;
+    dense.precision = "s8->s32";
+    dense.out = "s32";
+    guarded(dense, [&](ResultRow &r) {
+      if (pipes.empty()) return void(r.note = "the sparse chain's pipelines were not built (its row says why)");
+      for (auto &q : pipes)
+        if (auto e = q->prepare_dense(ctx_)) return void(r.note = "dense route: " + msg(std::move(e)));
+      r.config = fmt::format("the library's dense route: {} [{} layers back to back]", pipes.front()->dense_describe(),
+                             kChainLayers);
+      if (auto e = run_chain(r, [&](Pipeline &q) { return q.launch_dense(stream()); }))
+        return void(r.note = msg(std::move(e)));
+      r.bytes = llm_dense_bytes(p.m, p.k, p.n);
+      r.status = "ok";
+    });
+    const ResultRow dense_row = out_.rows.back();
+    // Ours: the route the dispatch takes for one layer (the same chain, not a run of its own).
+    const MatrixSignature sig = spmm_signature(as.front(), p.n);
+    auto d = dispatch(ours_spec(OpKind::SpMM, p.precision, p.v, as.front().max_block_length()), &sig,
+                      device_facts(ctx_), -1, nullptr, DenseRoute::Allowed);
+    ResultRow ours = d && d->route == Route::Dense ? dense_row : sparse_row;
+    ours.contender = kOurs;
+    ours.precision = p.precision.name;
+    if (!d) ours.status = "error", ours.note = "dispatch: " + msg(d.takeError());
+    else ours.config += fmt::format(" [route: {}, {}]", route_name(d->route), d->route_why);
+    add(std::move(ours));
+  }
 }
 
 void Suite::llm() {
@@ -1529,6 +1670,7 @@ llvm::Expected<BenchOutput> run_bench(const BenchConfig &cfg, const std::string 
   if (cfg.sddmm) suite.sddmm();
   if (!files.empty()) suite.dlmc(files);
   if (cfg.llm) suite.llm();
+  if (cfg.chain) suite.chain();
   if (cfg.jit) suite.jit_launch_costs();
   if (cfg.jit) suite.jit_empty_kernel();
   progress.done();

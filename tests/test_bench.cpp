@@ -653,6 +653,45 @@ TEST(BenchLlm, SummaryTableAndLines) {
   EXPECT_EQ(all.find("our API's storage"), std::string::npos);
 }
 
+// The decode chains' table: per-layer times, the sparse kernel and ours against the library's
+// dense route's chain of the same shape, N and sparsity, the route ours took, % of HBM.
+TEST(BenchLlm, ChainTable) {
+  std::vector<ResultRow> rows;
+  auto chain_row = [](const std::string &contender, const std::string &precision, double s, double ms) {
+    ResultRow r = llm_row(contender, precision, contender == kCublasLtS8ApiStorage ? 1 : 8, 4096, 4096, 16, s, ms);
+    r.source = "chain";
+    r.exact = "yes (8 layers in full)";
+    return r;
+  };
+  rows.push_back(chain_row(kCublasLtS8ApiStorage, "s8->s32", 0.5, 0.012));
+  rows.push_back(chain_row(kCublasLtS8ApiStorage, "s8->s32", 0.9, 0.012));
+  ResultRow sparse = chain_row(kOursSparse, "L8-R8", 0.5, 0.008);
+  sparse.bytes = 3.35e6;  // at 0.008 ms: 12.5 % of 3.35 TB/s
+  rows.push_back(sparse);
+  ResultRow ours = sparse;
+  ours.contender = kOurs;
+  ours.config = "spmm... [route: sparse, the model]";
+  rows.push_back(ours);
+  ResultRow sparse9 = chain_row(kOursSparse, "L8-R8", 0.9, 0.016);
+  sparse9.exact = "no: layer 3: ...";
+  rows.push_back(sparse9);
+  ResultRow ours9 = chain_row(kCublasLtS8ApiStorage, "L8-R8", 0.9, 0.012);
+  ours9.contender = kOurs;
+  ours9.v = 8;
+  ours9.config = "dense route [route: dense, the model]";
+  rows.push_back(ours9);
+  RunInfo info;
+  const std::string md = chain_markdown(info, rows);
+  SCOPED_TRACE(md);
+  EXPECT_EQ(md.rfind("## Decode chains", 0), 0u);
+  EXPECT_NE(md.find("| L8-R8 | 8 | 4096x4096 | 16 | 0.5 | 0.0080 | 1.50x | sparse | 0.0080 | 1.50x | 12.5% | 0.0120 | yes |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| L8-R8 | 8 | 4096x4096 | 16 | 0.9 | 0.0120 | 1.00x | dense | 0.0160 | 0.75x | - | 0.0120 | NO |"),
+            std::string::npos);
+  EXPECT_NE(summary_markdown(info, rows, JitCosts{}).find("## Decode chains"), std::string::npos);
+  EXPECT_EQ(chain_markdown(info, synthetic_results()), "");
+}
+
 TEST(BenchLlm, ApiStorageDenseBesideTheStrictTarget) {
   // Dense at N=1: 0.020 ms in any storage (its winner B col, C col), 0.024 ms with B K x N
   // row-major and C M x N row-major (a row of its own). At N=16: no such row, but the
@@ -742,7 +781,7 @@ TEST(BenchLlm, OptionsAndFlag) {
   EXPECT_EQ(r.output, "magicube-bench: error: llm-grid: --llm-grid=big is not allowed (allowed: quick, default, full)\n");
   r = run_shell(shell_quote(magicube_bench_cli()) + " --sections=llm,bogus");
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("(allowed: synthetic, dlmc, sddmm, small, jit, llm)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(allowed: synthetic, dlmc, sddmm, small, jit, llm, chain)"), std::string::npos) << r.output;
   // Without a GPU: the one no-GPU line, exit 2.
   std::string reason = no_gpu_reason();
   if (!reason.empty()) {
