@@ -147,7 +147,7 @@ void KernelGen::cp_async16(const Expr &shared_addr, const Expr &src) { e.line(cp
 void KernelGen::ldmatrix_x4_trans(const Expr &addr) {
   e.line("asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"");
   e.line("             : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3)");
-  e.line("             : \"r\"(" + cvta_shared(addr).str() + "));");
+  e.line("             : \"r\"(" + addr.str() + "));");
 }
 
 // ---- accumulators ---------------------------------------------------------------------------
@@ -574,13 +574,19 @@ Expr KernelGen::slice_swizzle(const Expr &k, int units) {
 
 void KernelGen::declare_slice_planes() {
   if (p.rhs.size() > 1) e.decl("const int", "KR", Expr("max(K, 8)"), "slice rows: pads gather rows 0..7");
-  Expr base("smem");
+  // Shared-window addresses (what cp.async and ldmatrix take), converted once: the window's base
+  // (the CTA's cluster id << 24 + the dynamic area's offset, on sm_90) recomputed at each use cost
+  // 5 instructions a ring slot (S2UR, UMOV, UIADD3, ULEA, IMAD).
+  // Through a shuffle, which ptxas does not rematerialize: it kept recomputing a plain conversion.
+  e.decl("const unsigned", "smem_s", Expr("__shfl_sync(0xffffffffu, " + cvta_shared(Expr("smem")).str() + ", 0)"),
+         "the slice's shared-window address, in a register");
+  Expr base("smem_s");
   for (size_t j = 0; j < p.rhs.size(); ++j) {
     const Chunk &c = p.rhs[j];
     const std::string J = std::to_string(j);
-    e.decl("unsigned char *", "sb" + J, base,
+    e.decl("const unsigned", "sb" + J, base,
            "rhs plane " + J + " (" + c.str() + ", " + std::to_string(c.storage_bits) + "-bit): max(K, 8) rows x " +
-               std::to_string(slice_row(c)) + " bytes");
+               std::to_string(slice_row(c)) + " bytes, shared-window address");
     base = Expr("sb" + J) + Expr("KR") * slice_row(c);
   }
 }
@@ -596,7 +602,7 @@ void KernelGen::copy_slice() {
     auto loop = e.scope("for (int i = threadIdx.x; i < " + (Expr("K") * U).str() + "; i += THREADS)");
     e.declare("i");
     const Expr i = Expr::var("i", 0);
-    cp_async16(cvta_shared(Expr("sb" + J) + i * 16), Expr("src") + cast("long long", i) * 16);
+    cp_async16(Expr("sb" + J) + i * 16, Expr("src") + cast("long long", i) * 16);
   }
 }
 

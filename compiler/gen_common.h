@@ -85,7 +85,8 @@ class KernelGen {
   static Expr cvta_shared(const Expr &ptr);  // (unsigned)__cvta_generic_to_shared(ptr)
   void commit() { e.line("asm volatile(\"cp.async.commit_group;\\n\" ::);"); }
   void wait_all(const std::string &comment = "") { e.line("asm volatile(\"cp.async.wait_group 0;\\n\" ::);", comment); }
-  // r0..r3 = ldmatrix.x4.trans.b16 of the four 8x8 matrices whose rows start at `addr`.
+  // r0..r3 = ldmatrix.x4.trans.b16 of the four 8x8 matrices whose rows start at `addr` (a
+  // shared-window address, u32).
   void ldmatrix_x4_trans(const Expr &addr);
 
   // ---- accumulators -----------------------------------------------------------------------
@@ -106,7 +107,8 @@ class KernelGen {
   void lhs_frags(const std::string &name, bool declare, const LhsSource &src);
 
   // The B fragments of the int8 m16n8k32 SpMM kernels (ring, resident, decode): ldmatrix.trans of
-  // the stride's gathered rows at `addr(j, byte offset)`, then the mmas with <lhs><g>.
+  // the stride's gathered rows at `addr(j, byte offset)` (shared-window addresses), then the mmas
+  // with <lhs><g>.
   void ldmatrix_frags_and_mmas(const std::function<Expr(int j, int off)> &addr, const std::string &lhs);
 
   // ---- B resident in shared memory (spmm-resident, spmm-decode) ----------------------------

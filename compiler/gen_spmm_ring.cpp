@@ -122,7 +122,7 @@ class SpmmRing : public KernelGen {
     ldmatrix_frags_and_mmas(
         [&](int j, int off) {
           const Expr colb = all_rhs_nibbles() ? nw / 2 + off : nw + off;
-          return addr(at(at(at(at("sb" + S(j), grp), slot), "lane"), colb));
+          return cvta_shared(addr(at(at(at(at("sb" + S(j), grp), slot), "lane"), colb)));
         },
         "lf");
   }
