@@ -257,7 +257,7 @@ TEST(DenseRoute, ModelsWideNDecodeTimesAndPicksTheFasterRoute) {
 // constants on a newer grid and point this at it.
 TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
   const std::string csv = magicube::testing::read_file(std::string(MAGICUBE_SOURCE_DIR) +
-                                    "/bench/results/2026-11-25-h100-session11/llm-l8r8/results.csv");
+                                    "/bench/results/2026-11-26-h100-session12/final/llm-l8r8/results.csv");
   ASSERT_FALSE(csv.empty());
   struct Key {
     int64_t m, k, n;
