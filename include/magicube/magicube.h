@@ -326,7 +326,12 @@ typedef struct magicube_epilogue {
  * B is read in place (COL_MAJOR, a 1-byte dtype, 256-byte aligned: exactly the GEMM's
  * operand), B transposed to N x K int8 (a repack kernel). C is written directly in either
  * layout (COL_MAJOR: cuBLASLt computes C^T with the operands swapped) when it is 256-byte
- * aligned, else through the workspace (M x N int32 more) and a transpose kernel. */
+ * aligned, else through the workspace (M x N int32 more) and a transpose kernel.
+ * On sm_90 the decode kernel (small N) is a programmatic dependent launch: it may start while
+ * the stream's previous kernel finishes and waits for it (griddepcontrol.wait) before touching
+ * memory, so stream order holds as usual; it lets the stream's next kernel launch early, which
+ * matters only to a kernel launched with programmatic stream serialization (that kernel must
+ * wait, as PDL requires). */
 MAGICUBE_API int magicube_spmm_workspace_bytes(const magicube_op *op, const magicube_packed_header *header,
                                                const magicube_dense *b, int64_t n, const magicube_dense *c,
                                                size_t *bytes);
