@@ -187,29 +187,31 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   std::unique_ptr<Pipeline> pipe =
       sddmm ? Pipeline::sddmm(plan.spec, *sparse, std::move(a), std::move(b), k, out_layout, r.stride)
             : Pipeline::spmm(plan.spec, *sparse, std::move(b), n);
-  if (floating) {  // random scales and bias that bring the largest |result| to about 64
+  // Float outputs: random scales and bias that bring the largest |result| to about 64.
+  auto random_epilogue = [&](Pipeline &q) {
     double amax = 0;
-    for (int64_t x : pipe->reference()) amax = std::max(amax, std::fabs(double(x)));
-    pipe->set_epilogue(draw_epilogue(plan.spec, m, n, amax, rng));
+    for (int64_t x : q.reference()) amax = std::max(amax, std::fabs(double(x)));
+    q.set_epilogue(draw_epilogue(plan.spec, m, n, amax, rng));
+  };
+  if (floating) {
+    random_epilogue(*pipe);
     llvm::outs() << "epilogue  " << epilogue_str(plan.spec, pipe->epilogue()) << "\n";
   }
   // More layers (--layers): each its own A (drawn as layer 0's, or the same --matrix) and B,
   // packed for the same plan; the chain launches them back to back on one stream.
   std::deque<VectorSparse> more_a;
   std::vector<std::unique_ptr<Pipeline>> more;
+  std::vector<Pipeline *> layers{pipe.get()};  // every layer, in launch order
+  int64_t chain_vectors = nnz;                 // every layer's
   for (int layer = 1; layer < r.layers; ++layer) {
     auto w = make_sparse(r, *spec, spec->lhs, r.k, "k", rng);
     if (!w) return fail(w.takeError());
     more_a.push_back(std::move(*w));
+    chain_vectors += more_a.back().num_vectors();
     more.push_back(Pipeline::spmm(plan.spec, more_a.back(), random_dense(rng, k * n, spec->rhs), n));
-    if (floating) {
-      double amax = 0;
-      for (int64_t x : more.back()->reference()) amax = std::max(amax, std::fabs(double(x)));
-      more.back()->set_epilogue(draw_epilogue(plan.spec, m, n, amax, rng));
-    }
+    if (floating) random_epilogue(*more.back());
+    layers.push_back(more.back().get());
   }
-  int64_t chain_vectors = nnz;  // every layer's
-  for (const VectorSparse &w : more_a) chain_vectors += w.num_vectors();
   if (r.layers > 1)
     llvm::outs() << fmt::format("layers    {} (each its own A and B; {} nnz-vectors in all), launched back to back on one "
                                 "stream; timed as one chain\n",
@@ -217,9 +219,7 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
   std::function<llvm::Error()> launch;
   if (dense) {  // the dense route: A densified, B transposed, cuBLASLt's fastest algorithm
     auto t0 = std::chrono::steady_clock::now();
-    if (auto e = pipe->prepare_dense(*ctx)) return fail(std::move(e));
-    if (auto e = pipe->poison()) return fail(std::move(e));
-    for (auto &q : more) {
+    for (Pipeline *q : layers) {
       if (auto e = q->prepare_dense(*ctx)) return fail(std::move(e));
       if (auto e = q->poison()) return fail(std::move(e));
     }
@@ -227,17 +227,14 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
                  << fmt::format("load      {:.1f} ms (dense copy of A uploaded, algorithms timed)\n", ms_since(t0));
     llvm::outs().flush();
     launch = [&]() -> llvm::Error {
-      if (auto e = pipe->launch_dense()) return e;
-      for (auto &q : more)
+      for (Pipeline *q : layers)
         if (auto e = q->launch_dense()) return e;
       return llvm::Error::success();
     };
   } else {
-    if (auto e = pipe->prepare(plan)) return fail(std::move(e));
-    if (auto e = pipe->poison()) return fail(std::move(e));  // every element must be written
-    for (auto &q : more) {
+    for (Pipeline *q : layers) {
       if (auto e = q->prepare(plan)) return fail(std::move(e));
-      if (auto e = q->poison()) return fail(std::move(e));
+      if (auto e = q->poison()) return fail(std::move(e));  // every element must be written
     }
 
     CompileCache::Stats before = kernel_compile_cache().stats();
@@ -255,8 +252,7 @@ int cmd_run(const OpFlags &f, const RunArgs &r) {
                                   arch_name((*kernel)->arch()));
     llvm::outs().flush();
     launch = [&, k = *kernel]() -> llvm::Error {
-      if (auto e = pipe->launch(*k)) return e;
-      for (auto &q : more)
+      for (Pipeline *q : layers)
         if (auto e = q->launch(*k)) return e;
       return llvm::Error::success();
     };
