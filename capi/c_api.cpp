@@ -269,6 +269,9 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
   if (h.format_version == 2)
     invalid("packed: format version 2, written before the decode kernel's schedule (this library reads version " +
             std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
+  if (h.format_version == 3)
+    invalid("packed: format version 3, written before the decode kernel's indices carried its schedule (this "
+            "library reads version " + std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
   if (h.format_version != MAGICUBE_PACKED_FORMAT_VERSION)
     invalid("packed: format version " + std::to_string(h.format_version) + " (this library reads version " +
             std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + ")");

@@ -606,8 +606,8 @@ void KernelGen::copy_slice() {
   }
 }
 
-void KernelGen::slice_frags_and_mmas(const std::string &D, const std::string &pad) {
-  const Expr row = let("const int", "row", Expr(pad + " ? (lane & 7) : ci" + D),
+void KernelGen::slice_frags_and_mmas(const std::string &D, const std::string &row_of) {
+  const Expr row = let("const int", "row", Expr(row_of),
                        "this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart");
   std::vector<Expr> brow, sw;
   for (size_t j = 0; j < p.rhs.size(); ++j) {

@@ -121,8 +121,8 @@ class KernelGen {
   // The block's K x BSn slice of every rhs plane into sb<j> with cp.async (no commit).
   void copy_slice();
   // The stride's B fragments gathered from the slice with ldmatrix, and the mmas with lhs
-  // fragments ls<D>_*: the lane's row is ci<D>, or row lane % 8 where `pad` holds (A's zeros).
-  void slice_frags_and_mmas(const std::string &D, const std::string &pad);
+  // fragments ls<D>_*: the lane's row is `row_of` (ci<D>'s column; pads read row lane % 8, A's zeros).
+  void slice_frags_and_mmas(const std::string &D, const std::string &row_of);
   // acc(g, j, t) += rhs(j, t) x <lhs><g> for every group, rhs chunk and tile (int8, dense on M).
   void int8_mmas(const std::function<std::string(int j, int t)> &rhs, const std::string &lhs);
 

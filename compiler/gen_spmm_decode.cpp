@@ -4,9 +4,10 @@
 // rounded up to 16 columns, one slice of the resident-B layout) of B in dynamic shared
 // memory, loaded once, and streams a contiguous, stride-balanced run of row-blocks. The run's
 // strides are cut into one equal piece per warp (split-K across the block: a row-block may be
-// shared by several warps), and each lane loads its column index, A fragments and the stride's
-// schedule word (its row-block, whether it is the row-block's first or last stride: packed with
-// A, runtime/packing.h) of the next DEPTH strides into registers (an unrolled register ring):
+// shared by several warps), and each lane loads its column index and A fragments of the next
+// DEPTH strides into registers (an unrolled register ring); the stride's schedule word (its
+// row-block, whether it is the row-block's first or last stride) rides in bit 15 of its 32
+// column indices (runtime/packing.h) and one ballot gathers it:
 // finding a block's run takes two independent loads, a warp's piece none, and a block keeps
 // WARPS x DEPTH strides of A in flight whatever the row lengths. The lane's loads go through
 // pointers that advance once a ring turn, each slot at a constant offset: no index arithmetic
@@ -15,7 +16,7 @@
 // stride adds the others' partial accumulators (kept in registers, then written over B's
 // slice) and writes it.
 // Every output element is written once, by one warp, without atomics. Column indices are read
-// as 16 bits (B in shared memory bounds K far below 65535): 64 bytes a stride instead of 128.
+// as 16 bits (B in shared memory bounds K far below 32767): 64 bytes a stride instead of 128.
 #include <algorithm>
 
 #include "compiler/gen_common.h"
@@ -33,18 +34,20 @@ class SpmmDecode : public KernelGen {
   int accs() const { return int(p.groups.size() * p.rhs.size()) * tiles(); }
 
 
-  // Register slot d of the ring: the column index of this lane (ci<d>, 16-bit), the lhs
-  // fragments (ls<d>_<group>[]) and the schedule word (m<d>: row-block | 1 << 30 first stride | 1 << 31
-  // last stride) of the stride `ahead` strides past the lane's pointers (pci, pa<chunk>, pm),
-  // loaded when `live` holds (the stride lies in this warp's piece). The offsets are constants:
-  // no index arithmetic per stride.
+  // Register slot d of the ring: the column index of this lane (ci<d>, 16-bit: the column and
+  // one bit of the stride's schedule word) and the lhs fragments (ls<d>_<group>[]) of the stride
+  // `ahead` strides past the lane's pointers (pci, pa<chunk>), loaded when `live` holds (the
+  // stride lies in this warp's piece). The offsets are constants: no index arithmetic per stride.
   void issue(int d, const std::string &live, int ahead) {
     const std::string D = S(d);
     auto s = e.scope("if (" + live + ")");
     e.line("ci" + D + " = __ldg(pci" + (ahead ? " + " + S(ahead) + " * KS" : std::string()) + ");");
     lhs_wide("ls" + D + "_", ahead);
-    e.line("m" + D + " = __ldg(pm" + (ahead ? " + " + S(ahead) : std::string()) + ");");
   }
+
+  // A stride's schedule word (row-block | 1 << 30 first | 1 << 31 last): lane i's column index
+  // carries bit i in its bit 15, so one ballot of the warp gathers it (no load).
+  static std::string meta(const std::string &ci) { return "__ballot_sync(0xffffffffu, " + ci + " & 0x8000)"; }
 
   // The lane's pointers at stride `st`: its column index, its lhs words of every chunk and the
   // schedule word. One chunk's stride is KS x V elements of its storage bits.
@@ -52,7 +55,6 @@ class SpmmDecode : public KernelGen {
     const std::string row = p.spec.v == 8 ? "gid" : "(gid % V)";
     e.decl("const unsigned short *", "pci", Expr("col_idx + (long long)" + st + " * KS + lane"),
            "this lane's column index");
-    e.decl("const unsigned *", "pm", Expr("stride_meta + " + st), "the schedule word");
     for (int li : used_lhs_chunks()) {
       const Chunk &c = p.lhs[size_t(li)];
       const std::string A = "a" + S(li);
@@ -64,7 +66,7 @@ class SpmmDecode : public KernelGen {
   }
   // Advances the pointers by n strides.
   void advance_pointers(int n) {
-    std::string adv = "pci += " + S(n) + " * KS, pm += " + S(n);
+    std::string adv = "pci += " + S(n) + " * KS";
     for (int li : used_lhs_chunks())
       adv += ", pa" + S(li) + " += " + S((long long)n * p.shape.k * p.spec.v * p.lhs[size_t(li)].storage_bits / 8);
     e.line(adv + ";", "the next ring turn");
@@ -188,7 +190,6 @@ class SpmmDecode : public KernelGen {
     for (int d = 0; d < depth; ++d) {
       const std::string D = S(d);
       e.decl_only("int", "ci" + D + " = 0");
-      e.decl_only("unsigned", "m" + D + " = 0");
       for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", "ls" + D + "_" + S(g) + "[" + S(lhs_regs()) + "]");
       issue(d, d ? "cw + " + D + " < cw1" : std::string("cw < cw1"), d);
     }
@@ -204,7 +205,7 @@ class SpmmDecode : public KernelGen {
     // in the kernel, about 24 a stride; 373 with volatile).
     for_each_accumulator([&](const std::string &a) { e.decl(("volatile int"), hd(a) + "[" + S(n) + "]", Expr("{}")); });
     e.decl("int", "hd_rb", -1, "the row-block of the partial in hd_*: one that started before this piece and ended in it");
-    e.decl("bool", "head", Expr("cw < cw1 && !(m0 & (1u << 30))"),
+    e.decl("bool", "head", Expr("cw < cw1 && !(" + meta("ci0") + " & (1u << 30))"),
            "the piece begins inside a row-block begun in an earlier piece: its partial goes to hd_*");
     {
       auto turn = e.scope("for (int cs = cw;; cs += " + S(depth) + ")",
@@ -215,7 +216,9 @@ class SpmmDecode : public KernelGen {
         e.line("if (cs" + (d ? " + " + D : std::string()) + " >= cw1) break;");
         auto slot_scope = e.scope();
         widen_slot(D);
-        slice_frags_and_mmas(D, "ci" + D + " == 0xffff");
+        e.decl("const unsigned", "m" + D, Expr(meta("ci" + D)),
+               "the stride's schedule word: bit 15 of its 32 column indices (runtime/packing.h)");
+        slice_frags_and_mmas(D, "ci" + D + " & 0x7fff");
         {
           auto last = e.scope("if (m" + D + " & (1u << 31))",
                               "the row-block's last stride: write its V rows (or keep the partial begun earlier)");
@@ -296,7 +299,8 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
       "SpMM, decode kernel (spmm-decode): C[M x N] = A (SR-BCRS, bank-balanced) x B[K x N] for small",
       "N, with int8 m16n8k32 mma.sync, the dense dimension on M. B is packed as for resident B",
       "(slices of BSN columns, K x BSN contiguous, 16-byte units swizzled: runtime/packing.h);",
-      "BSN is N rounded up to 16, so one slice holds all of N. Column indices are 16-bit (0xffff pads).",
+      "BSN is N rounded up to 16, so one slice holds all of N. Column indices are 16-bit: the column",
+      "in bits 0-14 (pads name row slot % 8), and bit 15 of the stride's 32 indices its schedule word.",
       "Grid: x = slices of BSN columns (one when N <= BSN), y = one block per SM. Each block copies",
       "its slice of B into dynamic shared memory once and takes a contiguous run of row-blocks:",
       "an equal share of the T strides, both ends moved on to the next row-block start",

@@ -81,7 +81,7 @@ class SpmmResident : public KernelGen {
       e.line("if (rb" + D + " < 0) break;");
       {
         auto work = e.scope("if (!(fl" + D + " & 2))");
-        slice_frags_and_mmas(D, "ci" + D + " < 0");
+        slice_frags_and_mmas(D, "ci" + D + " < 0 ? (lane & 7) : ci" + D);
       }
       {
         auto last = e.scope("if (fl" + D + " & 1)", "the row-block's last stride: write its V rows, start the next from zero");

@@ -50,7 +50,7 @@ std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
   const bool decode = family == KernelFamily::SpmmDecode;
   std::vector<KernelParam> ps;
   if (decode) {  // no row pointers: the packed strides carry their row-blocks (runtime/packing.h)
-    ps.push_back(param(ParamKind::ColIdx, "const unsigned short *__restrict__", "col_idx", "per slot, 16-bit; 0xffff pads"));
+    ps.push_back(param(ParamKind::ColIdx, "const unsigned short *__restrict__", "col_idx", "per slot: bits 0-14 the column (pads: slot % 8), bit 15 schedule"));
     ps.push_back(param(ParamKind::StrideMeta, "const unsigned *__restrict__", "stride_meta",
                        "per stride: row-block | 1 << 30 first stride | 1 << 31 last"));
     ps.push_back(param(ParamKind::StrideNext, "const int *__restrict__", "stride_next",

@@ -38,9 +38,9 @@ namespace {
 // The decode layout (packing.h): every row-block one stride at least, 16-bit indices in the
 // first half of col_idx and the schedule in its second, the value groups interleaved.
 llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
-  if (a.cols > 65535)
-    return err("pack: the decode kernel reads 16-bit column indices but A has K=" + llvm::Twine(a.cols) +
-               " columns (at most 65535)");
+  if (a.cols > kDecodeMaxK)
+    return err("pack: the decode kernel reads 15-bit column indices but A has K=" + llvm::Twine(a.cols) +
+               " columns (at most " + llvm::Twine(kDecodeMaxK) + ")");
   if (plan.k_stride != 32) return err("pack: a decode plan's stride must be 32");
   const int64_t nb = a.num_blocks(), v = a.v, ks = 32;
   if (nb > (int64_t(1) << 30)) return err("pack: a decode plan takes at most 2^30 row-blocks");
@@ -56,7 +56,7 @@ llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
   p.row_ptr.resize(size_t(2 * nb));
   p.col_idx.assign(size_t(t * ks), 0);
   auto *u16 = reinterpret_cast<uint16_t *>(p.col_idx.data());
-  std::fill(u16, u16 + t * ks, uint16_t(0xffff));
+  for (int64_t i = 0; i < t * ks; ++i) u16[i] = uint16_t(i % 8);  // pads: row slot % 8 (A's zeros there)
   // The 4-element groups of each row's 32 k stored in the order 0 4 1 5 2 6 3 7, so that a
   // lane's two mma words (k 4t..4t+3 and 16+4t..) sit side by side: one 8-byte load (4-bit
   // planes: 4 bytes) instead of two.
@@ -69,7 +69,7 @@ llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
     const int64_t len = a.padded_end(b) - old0;  // whole strides, pads anywhere in them
     for (int64_t i = 0; i < len; ++i) {
       const int32_t c = a.col_idx[size_t(old0 + i)];
-      u16[new0 + i] = c < 0 ? uint16_t(0xffff) : uint16_t(c);
+      if (c >= 0) u16[new0 + i] = uint16_t(c);
     }
     for (int64_t e = 0; e < len * v; ++e) {  // stride-aligned runs: the [V][32] blocks move whole
       const int64_t k = e % 32;
@@ -83,6 +83,8 @@ llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t s = first[b]; s < first[b + 1]; ++s)
       meta[s] = uint32_t(b) | (s == first[b] ? 1u << 30 : 0u) | (s + 1 == first[b + 1] ? 1u << 31 : 0u);
+  for (int64_t i = 0; i < t * ks; ++i)  // bit 15 of slot i: bit i % 32 of its stride's schedule word
+    u16[i] = uint16_t(u16[i] | ((meta[i / ks] >> (i % ks)) & 1u) << 15);
   next[t] = int32_t(t);
   for (int64_t s = t - 1; s >= 0; --s) next[s] = (meta[s] >> 30) & 1 ? int32_t(s) : next[s + 1];
   for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(wide, c));

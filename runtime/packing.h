@@ -19,9 +19,12 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c);
 // A's SR-BCRS as the kernel reads it: int32 row pointers and column indices, one plane per
 // lhs chunk in the SR-BCRS value layout. Values outside the lhs type are refused.
 // Decode plans (spmm-decode) read 16-bit column indices (index_bits 16): slot s's column is
-// the uint16 at byte 2s of col_idx (0xffff pads), so the first half of its words hold them
-// (the vector keeps one word a slot, so every size stays the same). Their B fits shared
-// memory only for K <= 14528 (16 bytes a row), far below 65535. Their value planes store the
+// bits 0-14 of the uint16 at byte 2s of col_idx (a pad names row s % 8, where A's zeros meet
+// any B: the bank-balanced order's choice), so the first half of its words hold them (the
+// vector keeps one word a slot, so every size stays the same). Bit 15 of slot s is bit s % 32
+// of its stride's schedule word (below): a warp's ballot over the stride's 32 indices gives the
+// word without loading it. Their B fits shared memory only for K <= 14528 (16 bytes a row),
+// below kDecodeMaxK = 32767. Their value planes store the
 // 4-element groups of each row's 32 k in the order 0 4 1 5 2 6 3 7: a lane's two mma words
 // side by side, one 8-byte load (4-bit: 4 bytes).
 //
@@ -32,6 +35,8 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c);
 // s is its first stride | 1 << 31 if its last) then stride_next[T + 1] (the first stride at or
 // after t that starts a row-block; T for t = T). A block then finds its run of row-blocks
 // with two independent loads and each warp its piece by arithmetic (compiler/gen_spmm_decode.cpp).
+constexpr int64_t kDecodeMaxK = 32767;  // columns a decode plan's 15-bit indices name
+
 struct PackedLhs {
   std::vector<int32_t> row_ptr, col_idx;
   std::vector<Plane> planes;

@@ -441,7 +441,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(src.find("(long long)T *"), std::string::npos);
   // Issue order: the run's bounds, the slice's copy, the ring's first loads, then the wait
   // for the slice behind a branch (ptxas hoisted a plain wait above the loads).
-  const size_t copy_at = src.find("cp.async.ca.shared.global"), ring_at = src.find("m0 = __ldg(pm);"),
+  const size_t copy_at = src.find("cp.async.ca.shared.global"), ring_at = src.find("ci7 = __ldg(pci + 7 * KS);"),
                wait_at = src.find("if (cw1 >= cw) {"), sync_at = src.find("__syncthreads();  // and every thread's");
   EXPECT_LT(bs_at, copy_at);
   EXPECT_LT(copy_at, ring_at);
@@ -450,15 +450,19 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_LT(src.find("cp.async.wait_group 0;", wait_at), sync_at);
   EXPECT_NE(src.find("const int cw = bs + (int)((long long)(be - bs) * warp / WARPS);"), std::string::npos)
       << "a warp's piece: arithmetic";
-  EXPECT_NE(src.find("m0 = __ldg(pm);"), std::string::npos) << "the schedule word loads with A";
-  EXPECT_NE(src.find("m7 = __ldg(pm + 15);"), std::string::npos) << "refills at constant offsets from the lane's pointers";
-  EXPECT_NE(src.find("pci += 8 * KS, pm += 8, pa0 += 2048;"), std::string::npos) << "pointers advance once a ring turn";
+  EXPECT_EQ(src.find("__ldg(pm"), std::string::npos) << "no schedule word loads";
+  EXPECT_NE(src.find("const unsigned m7 = __ballot_sync(0xffffffffu, ci7 & 0x8000);"), std::string::npos)
+      << "the schedule word: a ballot of the column indices' bit 15";
+  EXPECT_NE(src.find("bool head = cw < cw1 && !(__ballot_sync(0xffffffffu, ci0 & 0x8000) & (1u << 30));"), std::string::npos);
+  EXPECT_NE(src.find("ci7 = __ldg(pci + 15 * KS);"), std::string::npos) << "refills at constant offsets from the lane's pointers";
+  EXPECT_NE(src.find("pci += 8 * KS, pa0 += 2048;"), std::string::npos) << "pointers advance once a ring turn";
   EXPECT_EQ(src.find("(long long)(cs + "), std::string::npos) << "no index arithmetic per stride";
   EXPECT_NE(src.find("8 strides in flight per warp"), std::string::npos);
   EXPECT_NE(src.find("__syncthreads();  // every warp is done with B's slice"), std::string::npos);
   EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);
-  EXPECT_NE(src.find("const int row = ci0 == 0xffff ? (lane & 7) : ci0;"), std::string::npos) << "pads read rows 0..7";
-  EXPECT_NE(src.find("const unsigned short *__restrict__ col_idx,  // per slot, 16-bit; 0xffff pads"), std::string::npos)
+  EXPECT_NE(src.find("const int row = ci0 & 0x7fff;"), std::string::npos) << "pads name their row (0..7) themselves";
+  EXPECT_EQ(src.find("0xffff ?"), std::string::npos);
+  EXPECT_NE(src.find("const unsigned short *__restrict__ col_idx,  // per slot: bits 0-14 the column (pads: slot % 8)"), std::string::npos)
       << "16-bit column indices";
   EXPECT_EQ(src.find("atomicAdd"), std::string::npos) << "no atomics: every output element is written once";
   EXPECT_EQ(src.find("red.global."), std::string::npos);

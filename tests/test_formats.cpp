@@ -133,8 +133,9 @@ TEST(Formats, ResidentRhsIsSlicedAndSwizzled) {
 }
 
 // A decode plan's A: the resident plans' bank-balanced SR-BCRS, every row-block one stride at
-// least, its column indices 16-bit (0xffff pads) in the first half of col_idx's words and the
-// strides' schedule in the second; B as one resident slice; wider K refused.
+// least, its column indices 16-bit in the first half of col_idx's words (bits 0-14 the column,
+// a pad at slot i row i % 8; bit 15 of slot i bit i % 32 of its stride's schedule word) and the
+// strides' schedule in the second; B as one resident slice; K past 15 bits refused.
 TEST(Formats, DecodeLhsHas16BitColumnIndices) {
   OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, 90};
   s.resident = s.decode = true;
@@ -163,13 +164,15 @@ TEST(Formats, DecodeLhsHas16BitColumnIndices) {
     ASSERT_EQ(pa->row_ptr[2 * b + 1] - n0, layout->row_ptr[2 * b + 1] - o) << "row-block " << b << "'s vectors";
     const int64_t strides = std::max<int64_t>(1, len / 32);
     empties += len == 0;
-    for (int64_t i = 0; i < strides * 32; ++i) {
-      const int32_t c = i < len ? layout->col_idx[size_t(o + i)] : -1;
-      ASSERT_EQ(u16[n0 + i], c < 0 ? 0xffff : c) << "row-block " << b << " slot " << i;
-      pads += c < 0;
-    }
     for (int64_t st = 0; st < strides; ++st)
       meta_want.push_back(b | (st == 0 ? 1ll << 30 : 0) | (st + 1 == strides ? 1ll << 31 : 0));
+    for (int64_t i = 0; i < strides * 32; ++i) {
+      const int32_t c = i < len ? layout->col_idx[size_t(o + i)] : -1;
+      ASSERT_EQ(u16[n0 + i] & 0x7fff, c < 0 ? i % 8 : c) << "row-block " << b << " slot " << i;
+      const int64_t word = meta_want[meta_want.size() - size_t(strides) + size_t(i / 32)];
+      ASSERT_EQ(u16[n0 + i] >> 15, (word >> (i % 32)) & 1) << "row-block " << b << " slot " << i << ": schedule bit";
+      pads += c < 0;
+    }
     next_first = n0 + strides * 32;
   }
   EXPECT_GT(pads, 0);
@@ -212,13 +215,13 @@ TEST(Formats, DecodeLhsHas16BitColumnIndices) {
   ASSERT_TRUE(bool(pb));
   EXPECT_EQ(pb->ldb, 16);
   EXPECT_EQ(pb->planes[0].size(), 300u * 16);
-  // K past 16 bits is refused by name (its B could not be resident anyway).
-  VectorSparse wide = magicube::testing::random_vector_sparse(rng, 16, 70000, 8, 64, s.lhs);
+  // K past 15 bits is refused by name (its B could not be resident anyway).
+  VectorSparse wide = magicube::testing::random_vector_sparse(rng, 16, 32768, 8, 64, s.lhs);
   auto lw = build_srbcrs(wide, *p);
   ASSERT_TRUE(bool(lw));
   auto pw = pack_lhs(*lw, *p);
   ASSERT_FALSE(bool(pw));
-  EXPECT_NE(llvm::toString(pw.takeError()).find("16-bit column indices but A has K=70000"), std::string::npos);
+  EXPECT_NE(llvm::toString(pw.takeError()).find("15-bit column indices but A has K=32768 columns (at most 32767)"), std::string::npos);
 }
 
 // The decode kernel's A loads against the other kernels': lane (gid, tig) of a stride reads

@@ -247,10 +247,12 @@ MAGICUBE_API int magicube_ops_compile(const magicube_op *const *ops, size_t coun
  * sparse arrays' offsets and num_planes are 0 (their counts still describe A's layout).
  * Format 3: a decode plan's A gives every row-block one stride at least and keeps its
  * strides' schedule in the second half of col_idx (num_slots counts the packed slots);
- * blobs of format 2 are refused. */
+ * blobs of format 2 are refused. Format 4: a decode plan's 16-bit column indices carry the
+ * schedule word in their bit 15 and pads name rows 0..7 (no 0xffff); blobs of format 3 are
+ * refused. */
 #define MAGICUBE_PACKED_HEADER_BYTES 256
 #define MAGICUBE_PACKED_MAGIC 0x4b5043414d /* "MACPK" */
-#define MAGICUBE_PACKED_FORMAT_VERSION 3
+#define MAGICUBE_PACKED_FORMAT_VERSION 4
 typedef struct magicube_packed_header {
   int64_t magic;            /* MAGICUBE_PACKED_MAGIC */
   int64_t format_version;   /* MAGICUBE_PACKED_FORMAT_VERSION */

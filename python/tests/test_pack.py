@@ -26,7 +26,7 @@ def test_pack_weight_header_and_blob():
     p = magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", n=64)
     assert (p.rows, p.cols) == (40, 96)
     h = p.header
-    assert h.magic == 0x4B5043414D and h.format_version == 3 and h.op == 0 and h.route == 0 and h.v == 8
+    assert h.magic == 0x4B5043414D and h.format_version == 4 and h.op == 0 and h.route == 0 and h.v == 8
     nvec = sum(int((w[b:b + 8] != 0).any(axis=0).sum()) for b in range(0, 40, 8))
     assert h.num_vectors == nvec
     assert h.total_bytes == p.nbytes and p.nbytes % 256 == 0
@@ -137,7 +137,7 @@ def test_dense_packed_weight_holds_a_dense_copy():
     p = _dense_or_skip(w, "spmm.s8xs8.v4.i32.sm_90", n=16)
     assert p.op.route == "dense" and p.op.route_why == "asked for"
     h = p.header
-    assert h.format_version == 3 and h.route == 1 and h.num_planes == 0
+    assert h.format_version == 4 and h.route == 1 and h.num_planes == 0
     assert h.dense_bytes == 44 * 96 and h.dense_offset % 256 == 0 and h.total_bytes == p.nbytes
     assert np.array_equal(p.blob[h.dense_offset:h.dense_offset + h.dense_bytes].view(np.int8).reshape(44, 96), w)
     q = magicube.Packed.from_bytes(p.op, p.blob.tobytes())

@@ -545,11 +545,13 @@ TEST(CApi, DensePackedBlobRoundTrips) {
     EXPECT_NE(std::string(magicube_last_error()).find(needle), std::string::npos) << magicube_last_error();
   };
   refused([](magicube_packed_header &x) { x.format_version = 1; },
-          "packed: format version 1, written before the dense route (this library reads version 3): pack the matrix "
+          "packed: format version 1, written before the dense route (this library reads version 4): pack the matrix "
           "again");
   refused([](magicube_packed_header &x) { x.format_version = 2; },
-          "packed: format version 2, written before the decode kernel's schedule (this library reads version 3)");
-  refused([](magicube_packed_header &x) { x.format_version = 4; }, "format version 4 (this library reads version 3)");
+          "packed: format version 2, written before the decode kernel's schedule (this library reads version 4)");
+  refused([](magicube_packed_header &x) { x.format_version = 3; },
+          "packed: format version 3, written before the decode kernel's indices carried its schedule");
+  refused([](magicube_packed_header &x) { x.format_version = 5; }, "format version 5 (this library reads version 4)");
   refused([](magicube_packed_header &x) { x.route = 2; }, "packed: route 2 (allowed: 0 sparse, 1 dense)");
   refused([](magicube_packed_header &x) { x.dense_bytes -= 1; }, "the dense copy has 959 bytes for A of 24 x 40");
   refused([](magicube_packed_header &x) { x.dense_offset += 16; }, "not 256-byte aligned");
