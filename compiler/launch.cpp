@@ -206,18 +206,16 @@ std::string plan_launch(Plan &p) {
       // not fit 128 registers: 8 warps of 255 registers instead.
       l.warps_per_group = accs <= 4 ? 16 : 8;
       l.threads = l.warps_per_group * 32;
-      // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: 8 for one to three
-      // accumulator tiles, else the deepest ring that leaves no spill (ptxas, sm_80 and sm_90,
-      // every decode type x V x BSn x output): 4 for four (3 with an int64 or float output), 4
-      // at 8 warps. Deeper rings fit (16 for one tile, 12 for two) but did not run faster on
-      // the H100 (int8 A 13.3 us at 8, 13.8 at 16; a probe of the load pattern alone, 2112
-      // warps x 16 strides ahead, 0.2-0.9 us slower than 8 ahead: bench/NOTES.md, Session 10)
-      // and doubled the kernel's compile time. Three tiles (48 columns, the prefill slices) at
-      // 8 against 6: 2-5 % faster at N >= 512 on the H100, 3 % slower at N=48 (Session 12; 4
-      // was 5-11 % slower than 6).
+      // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: 10 for one to three
+      // accumulator tiles, 8 for four, 4 at 8 warps; none spills (ptxas, sm_80 and sm_90, every
+      // decode type x V x BSn x output) since the schedule word rides in the column indices
+      // (generator 22 freed 8-10 registers). On the H100 (bench/NOTES.md, Session 13), against 8
+      // and 4: 1-4.5 % faster at N >= 128 and at 4-bit B, N=16 2 %, N=48 even; 12 and 6 were 15 %
+      // slower at s=0.9 prefill. (Earlier: 8 against 6 at three tiles 2-5 % faster at prefill,
+      // Session 12; 16 for one tile no faster than 8 at decode, Session 10.)
       l.ring_depth = s.stages ? s.stages
-                     : accs <= 3 ? 8
-                     : accs == 4 ? (s.out == OutType::Int32 ? 4 : 3)
+                     : accs <= 3 ? 10
+                     : accs == 4 ? 8
                                  : 4;
       l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial
       l.reduction_smem = l.warps_per_group * accs * c_regs(p.shape) * 32 * 4;

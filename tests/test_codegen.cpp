@@ -383,7 +383,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_TRUE(l.b_resident());
   EXPECT_EQ(l.threads, 512);
   EXPECT_EQ(l.tiles, 1);
-  EXPECT_EQ(l.ring_depth, 8) << "one accumulator tile: 8 strides in flight per warp";
+  EXPECT_EQ(l.ring_depth, 10) << "one accumulator tile: 10 strides in flight per warp";
   EXPECT_EQ(l.slice_bytes_per_k, 16);
   EXPECT_EQ(l.reduction_smem, 16 * 512) << "one partial tile per warp";
   EXPECT_EQ(l.static_smem, 16 * 4);
@@ -454,10 +454,10 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_NE(src.find("const unsigned m7 = __ballot_sync(0xffffffffu, ci7 & 0x8000);"), std::string::npos)
       << "the schedule word: a ballot of the column indices' bit 15";
   EXPECT_NE(src.find("bool head = cw < cw1 && !(__ballot_sync(0xffffffffu, ci0 & 0x8000) & (1u << 30));"), std::string::npos);
-  EXPECT_NE(src.find("ci7 = __ldg(pci + 15 * KS);"), std::string::npos) << "refills at constant offsets from the lane's pointers";
-  EXPECT_NE(src.find("pci += 8 * KS, pa0 += 2048;"), std::string::npos) << "pointers advance once a ring turn";
+  EXPECT_NE(src.find("ci9 = __ldg(pci + 19 * KS);"), std::string::npos) << "refills at constant offsets from the lane's pointers";
+  EXPECT_NE(src.find("pci += 10 * KS, pa0 += 2560;"), std::string::npos) << "pointers advance once a ring turn";
   EXPECT_EQ(src.find("(long long)(cs + "), std::string::npos) << "no index arithmetic per stride";
-  EXPECT_NE(src.find("8 strides in flight per warp"), std::string::npos);
+  EXPECT_NE(src.find("10 strides in flight per warp"), std::string::npos);
   EXPECT_NE(src.find("__syncthreads();  // every warp is done with B's slice"), std::string::npos);
   EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);
   EXPECT_NE(src.find("const int row = ci0 & 0x7fff;"), std::string::npos) << "pads name their row (0..7) themselves";
@@ -469,7 +469,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(src.find("red.shared."), std::string::npos);
   EXPECT_EQ(src.find("gridDim.x"), std::string::npos);
   // Wider tiles: more accumulator tiles, a shallower ring.
-  for (auto [bsn, depth] : {std::pair{32, 8}, {48, 8}, {64, 4}}) {
+  for (auto [bsn, depth] : {std::pair{32, 10}, {48, 10}, {64, 8}}) {
     OpSpec w = s;
     w.bsn = bsn;
     auto pw = plan(w);
@@ -491,11 +491,11 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(pg2->launch.threads, 256);
   EXPECT_EQ(pg2->launch.ring_depth, 4);
   EXPECT_EQ(pg2->launch.reduction_smem, 8 * 8 * 512);
-  // Four int64 accumulator tiles: a 3-deep ring.
+  // Four int64 accumulator tiles: an 8-deep ring as for int32.
   OpSpec i64 = s;
   i64.bsn = 64;
   i64.out = OutType::Int64;
-  EXPECT_EQ(llvm::cantFail(plan(i64)).launch.ring_depth, 3);
+  EXPECT_EQ(llvm::cantFail(plan(i64)).launch.ring_depth, 8);
   // B must fit a block's shared memory: K=14336 x 16 columns does (224 KiB), x 32 does not.
   EXPECT_EQ(check_shared_memory(*p, 14336), "");
   OpSpec w32 = s;

@@ -187,7 +187,7 @@ TEST(DenseRoute, ModelPicksTheFasterRouteOnTheGridsCloseCalls) {
     Route faster;  // measured: sparse kernel against dense cuBLASLt (us)
   };
   // The llm grid's L8-R8 V=8 problems (2026-11-25 20:50 UTC, L2 flushed): our sparse kernel
-  // (the decode kernel's 8-deep pointer ring at N <= 64, B resident above) against cuBLASLt.
+  // (the decode kernel's pointer ring at N <= 64, B resident above) against cuBLASLt.
   const Case cases[] = {
       {4096, 4096, 16, 0.5, Route::Sparse},     // 12.7 against 15.0
       {4096, 4096, 32, 0.5, Route::Sparse},     // 13.4 against 14.9 (went dense before the refit)

@@ -14,8 +14,8 @@
 //   epilogue  int32: terms shifted and summed with two's-complement wrap
 //   bounds    max_exact_k 131071, max_term_k 131071
 //   launch    spmm-decode: 512 threads, 16 columns (1 tile(s)) a warp, block 16, block strides split over 16 warps,
-//             8-deep register ring, programmatic dependent launch, 64 B static smem + max(K,8) x 16 B dynamic (at least
-//             8192 B: the warps' partial sums)
+//             10-deep register ring, programmatic dependent launch, 64 B static smem + max(K,8) x 16 B dynamic (at
+//             least 8192 B: the warps' partial sums)
 //             params col_idx stride_meta stride_next a0 b0 c M N ldb K T
 //   cost      19.4606 (compute 1.48148, memory 19.3125)
 
@@ -106,7 +106,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
   const unsigned short *pci = col_idx + (long long)cw * KS + lane;  // this lane's column index
   // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3 of row gid
   const unsigned char *pa0 = a0 + (long long)cw * KS * V + gid * KS + tig * 8;
-  // ---- the register ring: 8 strides in flight per warp ----
+  // ---- the register ring: 10 strides in flight per warp ----
   int ci0 = 0;
   u32 ls0_0[2];
   if (cw < cw1) {
@@ -179,6 +179,24 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
       ls7_0[0] = q.x, ls7_0[1] = q.y;
     }
   }
+  int ci8 = 0;
+  u32 ls8_0[2];
+  if (cw + 8 < cw1) {
+    ci8 = __ldg(pci + 8 * KS);
+    {
+      const uint2 q = __ldg((const uint2 *)(pa0 + 2048));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      ls8_0[0] = q.x, ls8_0[1] = q.y;
+    }
+  }
+  int ci9 = 0;
+  u32 ls9_0[2];
+  if (cw + 9 < cw1) {
+    ci9 = __ldg(pci + 9 * KS);
+    {
+      const uint2 q = __ldg((const uint2 *)(pa0 + 2304));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+      ls9_0[0] = q.x, ls9_0[1] = q.y;
+    }
+  }
   if (cw1 >= cw) {  // always: a branch keeps the wait below the ring's loads
     asm volatile("cp.async.wait_group 0;\n" ::);  // this thread's part of the slice landed
   }
@@ -188,7 +206,7 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
   int hd_rb = -1;  // the row-block of the partial in hd_*: one that started before this piece and ended in it
   // the piece begins inside a row-block begun in an earlier piece: its partial goes to hd_*
   bool head = cw < cw1 && !(__ballot_sync(0xffffffffu, ci0 & 0x8000) & (1u << 30));
-  for (int cs = cw;; cs += 8) {  // cs: the stride in ring slot 0 (the pointers point at it)
+  for (int cs = cw;; cs += 10) {  // cs: the stride in ring slot 0 (the pointers point at it)
     // ---- ring slot 0 ----
     if (cs >= cw1) break;
     {
@@ -244,10 +262,10 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 8 < cw1) {
-        ci0 = __ldg(pci + 8 * KS);
+      if (cs + 10 < cw1) {
+        ci0 = __ldg(pci + 10 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 2048));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 2560));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls0_0[0] = q.x, ls0_0[1] = q.y;
         }
       }
@@ -307,10 +325,10 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 9 < cw1) {
-        ci1 = __ldg(pci + 9 * KS);
+      if (cs + 11 < cw1) {
+        ci1 = __ldg(pci + 11 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 2304));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 2816));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls1_0[0] = q.x, ls1_0[1] = q.y;
         }
       }
@@ -370,10 +388,10 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 10 < cw1) {
-        ci2 = __ldg(pci + 10 * KS);
+      if (cs + 12 < cw1) {
+        ci2 = __ldg(pci + 12 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 2560));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 3072));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls2_0[0] = q.x, ls2_0[1] = q.y;
         }
       }
@@ -433,10 +451,10 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 11 < cw1) {
-        ci3 = __ldg(pci + 11 * KS);
+      if (cs + 13 < cw1) {
+        ci3 = __ldg(pci + 13 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 2816));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 3328));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls3_0[0] = q.x, ls3_0[1] = q.y;
         }
       }
@@ -496,10 +514,10 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 12 < cw1) {
-        ci4 = __ldg(pci + 12 * KS);
+      if (cs + 14 < cw1) {
+        ci4 = __ldg(pci + 14 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 3072));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 3584));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls4_0[0] = q.x, ls4_0[1] = q.y;
         }
       }
@@ -559,10 +577,10 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 13 < cw1) {
-        ci5 = __ldg(pci + 13 * KS);
+      if (cs + 15 < cw1) {
+        ci5 = __ldg(pci + 15 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 3328));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 3840));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls5_0[0] = q.x, ls5_0[1] = q.y;
         }
       }
@@ -622,10 +640,10 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 14 < cw1) {
-        ci6 = __ldg(pci + 14 * KS);
+      if (cs + 16 < cw1) {
+        ci6 = __ldg(pci + 16 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 3584));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4096));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls6_0[0] = q.x, ls6_0[1] = q.y;
         }
       }
@@ -685,15 +703,141 @@ magicube_spmm_s8s8_v8_n16d_pf_sm90(
         #pragma unroll
         for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
       }
-      if (cs + 15 < cw1) {
-        ci7 = __ldg(pci + 15 * KS);
+      if (cs + 17 < cw1) {
+        ci7 = __ldg(pci + 17 * KS);
         {
-          const uint2 q = __ldg((const uint2 *)(pa0 + 3840));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4352));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
           ls7_0[0] = q.x, ls7_0[1] = q.y;
         }
       }
     }
-    pci += 8 * KS, pa0 += 2048;  // the next ring turn
+    // ---- ring slot 8 ----
+    if (cs + 8 >= cw1) break;
+    {
+      // the stride's schedule word: bit 15 of its 32 column indices (runtime/packing.h)
+      const unsigned m8 = __ballot_sync(0xffffffffu, ci8 & 0x8000);
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci8 & 0x7fff;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"(sb0 + brow0));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls8_0);
+      if (m8 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m8 & 0x3fffffffu);
+        if (head) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb, head = false;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+      }
+      if (cs + 18 < cw1) {
+        ci8 = __ldg(pci + 18 * KS);
+        {
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4608));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          ls8_0[0] = q.x, ls8_0[1] = q.y;
+        }
+      }
+    }
+    // ---- ring slot 9 ----
+    if (cs + 9 >= cw1) break;
+    {
+      // the stride's schedule word: bit 15 of its 32 column indices (runtime/packing.h)
+      const unsigned m9 = __ballot_sync(0xffffffffu, ci9 & 0x8000);
+      // this lane's ldmatrix row (k slot `lane`); pads: A's zeros, row lane % 8 keeps banks apart
+      const int row = ci9 & 0x7fff;
+      const int brow0 = row * 16;
+      u32 rf0_t0[4];  // rhs chunk 0: columns nw + {2*gid, 2*gid+1}, k rows {2t, 2t+1, 8+2t, 9+2t} (+16)
+      {
+        u32 r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"(sb0 + brow0));
+        rf0_t0[0] = __byte_perm(r0, r1, 0x6420);
+        rf0_t0[1] = __byte_perm(r0, r1, 0x7531);
+        rf0_t0[2] = __byte_perm(r2, r3, 0x6420);
+        rf0_t0[3] = __byte_perm(r2, r3, 0x7531);
+      }
+      mma_m16n8k32_s8_s8(acc_g0_r0_t0, rf0_t0, ls9_0);
+      if (m9 & (1u << 31)) {  // the row-block's last stride: write its V rows (or keep the partial begun earlier)
+        const int rb = (int)(m9 & 0x3fffffffu);
+        if (head) {
+          #pragma unroll
+          for (int i = 0; i < 4; ++i) hd_g0_r0_t0[i] = acc_g0_r0_t0[i];
+          hd_rb = rb, head = false;
+        } else {
+          const int blk = rb;
+          // ---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----
+          {
+            u32 tot[4] = {};  // int32, wrapping
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              tot[i] += (u32)acc_g0_r0_t0[i];
+            }
+            #pragma unroll
+            for (int i = 0; i < 2; ++i) {  // registers i (column col) and i + 2 (col + 1)
+              const int vidx = tig * 2 + i;
+              const int row = blk * V + vidx;
+              const int col = n_base + 2 * gid;
+              if (row < M) {
+                int *o = c + (long long)row * N + col;
+                if (col + 1 < N && ((unsigned long long)o & (sizeof(int2) - 1)) == 0) {
+                  *(int2 *)o = make_int2((int)tot[i], (int)tot[i + 2]);
+                } else {
+                  if (col < N) o[0] = (int)tot[i];
+                  if (col + 1 < N) o[1] = (int)tot[i + 2];
+                }
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) acc_g0_r0_t0[i] = 0;
+      }
+      if (cs + 19 < cw1) {
+        ci9 = __ldg(pci + 19 * KS);
+        {
+          const uint2 q = __ldg((const uint2 *)(pa0 + 4864));  // lhs chunk s8@0: k 4t..4t+3 and 16+4t..16+4t+3
+          ls9_0[0] = q.x, ls9_0[1] = q.y;
+        }
+      }
+    }
+    pci += 10 * KS, pa0 += 2560;  // the next ring turn
   }
   // ---- the row-block left in acc_* (the piece's last stride did not end it): open_rb, and whether
   // it began in this piece (owned) ----
