@@ -192,7 +192,10 @@ constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 15
 // N = 128-512). At large N they run at a rate per V (s8 x s8, N = 2048-8192: V=8 100-155
 // TOPS, V=4 58, V=2 31).
 constexpr double kSparseLaunchUs = 5.0, kOtherBytesPerUs = 0.45e6, kResidentBytesPerUs = 0.8e6;
-constexpr double kDecodeLaunchUs = 6.6, kDecodeBytesPerUs = 2.05e6, kDecodeSliceUsPerByte = 12.3e-6;
+// Generator 22 (the schedule word by ballot, a 10-deep ring, the fewest doubled bank groups) ran
+// the decode problems 2-4 % faster (2026-11-26 03:46 UTC): the estimate had run 4 % slow at
+// N <= 64 (median), so 6.6 us and 2.05 TB/s became 6.35 and 2.13.
+constexpr double kDecodeLaunchUs = 6.35, kDecodeBytesPerUs = 2.13e6, kDecodeSliceUsPerByte = 12.3e-6;
 // With 4-bit A planes (widened to int8 in registers when a stride is consumed) the decode
 // kernel is bound by the widening past about 2.2 G elements of A a us (L4-R8 V=8, 4096x4096
 // and 14336x4096 at s 0.5-0.9, N=16: 8.0-21.6 us, 2026-11-25 19:35 UTC), still faster than
@@ -205,8 +208,9 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // Each row-block's epilogue costs about 6.5 strides: kDecodeTops / (1 + 6.5 / strides).
 // Generator 18 (no register moves for the head partial) ran V=8 10-14 % faster (23:16 UTC:
 // 4096x4096 s=0.9 N=2048 51.0 -> 46.3 us, s=0.7 113 -> 98, 11008x4096 118 -> 107; 270-286
-// TOPS before the epilogue term): 270 for V=8; V=4 and V=2 were not remeasured.
-constexpr double kDecodeTops[4] = {30, 62, 118, 270}, kDecodeRowBlockStrides = 6.5;
+// TOPS before the epilogue term): 270 for V=8; generator 22 ran N >= 512 8 % faster (median,
+// 2026-11-26 03:46 UTC): 292. V=4 and V=2 were not remeasured.
+constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6.5;
 // Each wave of blocks past the first: its slice load and about 7 us more (its blocks' first
 // round trips and cut sums): 4096x4096 s=0.9 N=8192 (four waves) ran 9 % slower an op than
 // N=2048 (one).
