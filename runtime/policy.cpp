@@ -277,8 +277,11 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
   const bool wide_decode = decode && n > 64;  // the decode kernel in slices (kDecodeTops)
   e.margin = wide_decode ? kSparseMarginWideN : kSparseMargin;
-  const double tops = wide_decode ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
-                                  : kSparseTops[vi];
+  // The decode kernel's op rate at any N (at N = 32-64 the other kernels' rate, kSparseTops,
+  // had put its compute bound 25 % above the measured time: 17.7 us against 14.1 at 4096x4096
+  // s=0.5 N=64, 2026-11-26 03:46 UTC, and four problems went dense that it won by 3-5 %).
+  const double tops = decode ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
+                             : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)
