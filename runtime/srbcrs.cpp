@@ -34,14 +34,11 @@ namespace {
 // over the groups with the fewest of its residue. (The earlier order placed every residue one
 // a group first and the surplus into the groups left with free slots: 1.24 wavefronts a group
 // on random rows of 410 vectors against 1.18 here; the bound is 1.17.)
-struct GroupCounts {
-  std::vector<std::array<int, 8>> count;  // [group][residue]
-  bool ok = false;
-};
+using GroupCounts = std::vector<std::array<int, 8>>;  // [group][residue]: vectors of the residue in the group
 
-GroupCounts doubled_counts(const std::array<int64_t, 8> &n, int64_t groups, int64_t d) {
-  GroupCounts out;
-  out.count.assign(size_t(groups), std::array<int, 8>{});
+// The counts with at most d doubled groups (the first d), or none where they do not fit.
+std::optional<GroupCounts> doubled_counts(const std::array<int64_t, 8> &n, int64_t groups, int64_t d) {
+  GroupCounts count(size_t(groups), std::array<int, 8>{});
   std::vector<int> load(size_t(groups), 0);
   std::array<int, 8> by_size = {0, 1, 2, 3, 4, 5, 6, 7};
   std::stable_sort(by_size.begin(), by_size.end(), [&](int x, int y) { return n[x] > n[y]; });
@@ -55,29 +52,29 @@ GroupCounts doubled_counts(const std::array<int64_t, 8> &n, int64_t groups, int6
   };
   for (int r : by_size) {
     if (n[r] <= groups) continue;
-    if (n[r] - groups > d) return out;
-    for (int64_t g = 0; g < groups; ++g) ++out.count[size_t(g)][r], ++load[size_t(g)];
+    if (n[r] - groups > d) return std::nullopt;
+    for (int64_t g = 0; g < groups; ++g) ++count[size_t(g)][r], ++load[size_t(g)];
   }
   for (int r : by_size) {
     if (n[r] <= groups) continue;
     emptiest(d, n[r] - groups);
-    if (int64_t(idx.size()) < n[r] - groups) return out;  // every doubled group full
-    for (int64_t g : idx) ++out.count[size_t(g)][r], ++load[size_t(g)];
+    if (int64_t(idx.size()) < n[r] - groups) return std::nullopt;  // every doubled group full
+    for (int64_t g : idx) ++count[size_t(g)][r], ++load[size_t(g)];
   }
   for (int r : by_size) {
     if (n[r] > groups || n[r] == 0) continue;
     emptiest(groups, n[r]);
-    if (int64_t(idx.size()) < n[r]) return out;  // every group full
-    for (int64_t g : idx) ++out.count[size_t(g)][r], ++load[size_t(g)];
+    if (int64_t(idx.size()) < n[r]) return std::nullopt;  // every group full
+    for (int64_t g : idx) ++count[size_t(g)][r], ++load[size_t(g)];
   }
-  out.ok = *std::max_element(load.begin(), load.end()) <= 8;
-  return out;
+  if (*std::max_element(load.begin(), load.end()) > 8) return std::nullopt;
+  return count;
 }
 
 // The fallback: one of each residue a group while they last, the surplus into the groups
 // with the fewest of its residue (then one already doubled).
-std::vector<std::array<int, 8>> spread_counts(const std::array<int64_t, 8> &n, int64_t groups) {
-  std::vector<std::array<int, 8>> count(size_t(groups), std::array<int, 8>{});
+GroupCounts spread_counts(const std::array<int64_t, 8> &n, int64_t groups) {
+  GroupCounts count(size_t(groups), std::array<int, 8>{});
   std::vector<int> free(size_t(groups), 8);
   std::array<int64_t, 8> left = n;
   for (int64_t g = 0; g < groups; ++g)
@@ -99,29 +96,28 @@ std::vector<std::array<int, 8>> spread_counts(const std::array<int64_t, 8> &n, i
 
 std::vector<int64_t> bank_balanced_order(const VectorSparse &a, int64_t b, int64_t len) {
   std::vector<int64_t> bucket[8];
+  for (int64_t i = a.block_ptr[b + 1] - 1; i >= a.block_ptr[b]; --i) bucket[a.col[i] & 7].push_back(i);  // popped in order
   std::array<int64_t, 8> n{};
-  for (int64_t i = a.block_ptr[b + 1] - 1; i >= a.block_ptr[b]; --i) bucket[a.col[i] & 7].push_back(i), ++n[a.col[i] & 7];
+  for (int r = 0; r < 8; ++r) n[r] = int64_t(bucket[r].size());
   const int64_t groups = len / 8;
   std::vector<int64_t> order(size_t(len), -1);
   if (groups == 0) return order;
   const int64_t most = *std::max_element(n.begin(), n.end());
-  std::vector<std::array<int, 8>> count;
+  std::optional<GroupCounts> best;
   if (most <= 2 * groups) {
     // the fewest doubled groups that hold every surplus (feasibility grows with d): the bound
     // M - G first (it usually holds), then a search up to every group
     int64_t lo = std::max<int64_t>(0, most - groups), hi = groups;
-    GroupCounts best = doubled_counts(n, groups, lo);
-    if (!best.ok) best = doubled_counts(n, groups, hi), ++lo;
-    if (best.ok)
+    best = doubled_counts(n, groups, lo);
+    if (!best) best = doubled_counts(n, groups, hi), ++lo;
+    if (best)
       while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
-        GroupCounts c = doubled_counts(n, groups, mid);
-        if (c.ok) hi = mid, best = std::move(c);
+        if (auto c = doubled_counts(n, groups, mid)) hi = mid, best = std::move(c);
         else lo = mid + 1;
       }
-    if (best.ok) count = std::move(best.count);
   }
-  if (count.empty()) count = spread_counts(n, groups);
+  const GroupCounts count = best ? std::move(*best) : spread_counts(n, groups);
   for (int64_t g = 0; g < groups; ++g) {
     int64_t *slot = order.data() + 8 * g;
     const std::array<int, 8> &c = count[size_t(g)];
