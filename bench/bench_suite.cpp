@@ -1324,7 +1324,7 @@ void Suite::jit_compile_costs() {
     j.notes.push_back("disk-cache hit: not measured (MAGICUBE_CACHE=0 disables the disk cache)");
     return;
   }
-  CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(*pa), joined(opts), *arch, nvrtc_version());
+  CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(*pa), joined(opts), *arch, toolchain_version());
   if (auto e = disk->store(key, *cubin)) return note("disk cache store", std::move(e));
   std::vector<double> reads, loads, totals;
   for (int i = 0; i < 9; ++i) {
@@ -1371,7 +1371,7 @@ void Suite::jit_compile_costs() {
     inputs.push_back(BundleInput{make_cache_key("filler", std::to_string(i), "", 90, "0"), 90, "filler", bytes});
   }
   const std::string bundle_path = tmp.path + "/kernels.mcbundle";
-  if (auto e = write_bundle(bundle_path, BundleMeta{kGeneratorVersion, nvrtc_version(), "bench"}, inputs))
+  if (auto e = write_bundle(bundle_path, BundleMeta{kGeneratorVersion, toolchain_version(), "bench"}, inputs))
     return note("bundle: write", std::move(e));
   const Variant &first = variants.front();
   const CacheKey first_key = kernel_cache_key(first.plan, first.arch);
@@ -1379,7 +1379,7 @@ void Suite::jit_compile_costs() {
   for (int i = 0; i < 9; ++i) {
     t0 = Clock::now();
     CompileCache fresh(std::nullopt);
-    for (auto &b : open_bundles(BundlePaths{{bundle_path}, true}, kGeneratorVersion, nvrtc_version()))
+    for (auto &b : open_bundles(BundlePaths{{bundle_path}, true}, kGeneratorVersion, toolchain_version()))
       fresh.add_bundle(std::move(b));
     const double open_ms = ms_since(t0);
     if (fresh.bundle_count() != 1) {

@@ -1,4 +1,6 @@
-// Codegen: a plan becomes one flat, commented CUDA C++ source with inline PTX mma.sync.
+// Codegen: a plan becomes one flat, commented CUDA C++ source with inline PTX mma.sync, or,
+// where the plan says so (Launch::language, compiler/launch.h), one PTX module that ptxas
+// compiles alone (compiler/gen_*_ptx.cpp).
 // generate() dispatches on the plan's kernel family (Plan::launch.family) to that family's
 // generator (compiler/gen_<family>.cpp), which writes through an emitter that folds
 // constants and owns indentation and names (compiler/emitter.h); the kernel carries only
@@ -14,13 +16,15 @@
 namespace magicube {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr const char *kGeneratorVersion = "magicube-codegen-22";
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-23";
 
 // The generated source of one plan. How it is launched (threads, grid, shared memory, the
 // parameter list) is the plan's: Plan::launch (compiler/launch.h).
 struct KernelSource {
   std::string name;    // the kernel's extern "C" name, e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
-  std::string source;  // complete CUDA C++ (no includes)
+  std::string source;  // complete CUDA C++ (no includes), or a PTX module
+  KernelLanguage language = KernelLanguage::Cuda;
+  std::string file_name() const { return name + (language == KernelLanguage::Ptx ? ".ptx" : ".cu"); }
 };
 
 // SpMM's B planes are stored K x ldb with ldb = N rounded up to this many elements (zero
@@ -31,7 +35,8 @@ inline constexpr int kLdbAlign = 256;  // the widest BSn: no tile reads past a r
 llvm::Expected<KernelSource> generate(const Plan &plan);
 
 // NVRTC options a plan's kernel needs (part of its cache key): float epilogues are compiled
-// without FMA contraction, so they round exactly as the CPU reference does.
+// without FMA contraction, so they round exactly as the CPU reference does. PTX kernels
+// (integer outputs) need none.
 std::vector<std::string> nvrtc_options(const Plan &plan);
 // Whether nvrtc_options asks NVRTC to favour compile time over code (--Ofast-compile=min):
 // off unless MAGICUBE_FAST_COMPILE=1 (read once per process).

@@ -143,6 +143,11 @@ class KernelGen {
   Expr rhs_reg(int j, const Expr &k0, const Expr &col, const Expr &kb);
 };
 
+// The generator's banner line and the plan as Plan::str() prints it, as `//` comment lines (a
+// line past 120 columns continues under its value): the head of every generated kernel, CUDA
+// or PTX.
+std::string plan_banner(const Plan &p);
+
 // Assembles one kernel: the generator banner and plan, the device helpers used, the doc
 // comment, the signature (the plan's parameter list), the used prologue and the body.
 // Fails when the emitter or the snippets recorded an error.

@@ -1,6 +1,8 @@
 #include "compiler/launch.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "compiler/plan.h"
 
@@ -264,8 +266,37 @@ std::string plan_launch(Plan &p) {
     why = "resident: only the int8 m16n8k32 dense-on-M SpMM kernel keeps B resident; plan " + to_string(s) + " uses " +
           p.shape.str() + " int" + S(p.native_bits) + " " + orientation_name(p.orient);
   l.params = params_of(p, l.family);
+  if (ptx_emission_enabled() && ptx_emittable(p, l)) l.language = KernelLanguage::Ptx;
   p.launch = std::move(l);
   return why;
+}
+
+const char *language_name(KernelLanguage l) { return l == KernelLanguage::Ptx ? "ptx" : "cuda"; }
+
+bool ptx_emission_enabled() {
+  static const bool on = [] {
+    const char *e = std::getenv("MAGICUBE_PTX");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+bool ptx_emittable(const Plan &p, const Launch &l) {
+  if (l.family == KernelFamily::SpmmRing) {
+    if (l.warp_groups != 1 || l.ring_depth < 2) return false;
+  } else if (l.family == KernelFamily::SddmmFast) {
+    if (l.ring_depth != 2) return false;  // the next k-block's loads in flight
+  } else {
+    return false;
+  }
+  if (p.lhs.size() != 1 || p.rhs.size() != 1 || p.groups.size() != 1 || p.groups[0].lhs_chunks.size() != 1 ||
+      p.terms.size() != 1 || p.terms[0].shift != 0 || !p.exchange.empty() || p.spec.v != p.v_side())
+    return false;
+  for (const Chunk *c : {&p.lhs[0], &p.rhs[0]}) {
+    if (c->storage_bits != 8 && c->storage_bits != 4) return false;
+    if (c->storage_bits == 4 && p.nibble_prescale != 4) return false;
+  }
+  return p.spec.out == OutType::Int32 || p.spec.out == OutType::Int64;
 }
 
 std::string check_shared_memory(const Plan &p, long long k) {
@@ -294,6 +325,7 @@ std::string Launch::str() const {
   if (family == KernelFamily::SpmmDecode)
     o += ", block strides split over " + S(threads / 32) + " warps, " + S(ring_depth) + "-deep register ring";
   if (pdl) o += ", programmatic dependent launch";
+  if (language == KernelLanguage::Ptx) o += ", written in PTX";
   o += ", " + S(static_smem) + " B static smem";
   if (slice_bytes_per_k) o += " + max(K,8) x " + S(slice_bytes_per_k) + " B dynamic";
   if (family == KernelFamily::SpmmDecode) o += " (at least " + S(reduction_smem) + " B: the warps' partial sums)";

@@ -25,6 +25,12 @@ enum class KernelFamily {
 };
 const char *family_name(KernelFamily f);  // "spmm-ring", "spmm-resident", ...
 
+// The language codegen writes a plan's kernel in: CUDA C++ for NVRTC, or PTX for ptxas alone
+// (no C++ front end, no NVVM: a third of a cold compile). PTX for the plans
+// ptx_emittable() names: the common SpMM ring and SDDMM fast kernels.
+enum class KernelLanguage { Cuda, Ptx };
+const char *language_name(KernelLanguage l);  // "cuda" | "ptx"
+
 // What a kernel parameter carries; the runtime fills each from its launch values.
 enum class ParamKind {
   RowPtr,     // SR-BCRS: 2 ints per row-block (first slot, end of the real vectors)
@@ -71,6 +77,7 @@ struct Launch {
   // previous one (griddepcontrol) before its first global access, so a chain of layers
   // overlaps each launch and block start with the previous kernel's tail.
   bool pdl = false;
+  KernelLanguage language = KernelLanguage::Cuda;
   std::vector<KernelParam> params;  // in order
 
   // B's slice lives in dynamic shared memory (resident, decode).
@@ -91,6 +98,12 @@ struct Launch {
 // fit static shared memory, resident B on a kernel that cannot keep it, a slice row of a
 // width the kernel cannot gather.
 std::string plan_launch(Plan &plan);
+
+// Whether codegen writes this plan's kernel as PTX: spmm-ring with one warp group and a ring,
+// sddmm-fast; one lhs and one rhs chunk of 8 bits (or 4 bits widened as value << 4), V = 8,
+// integer output. MAGICUBE_PTX=0 in the environment (read once) keeps every kernel CUDA.
+bool ptx_emittable(const Plan &plan, const Launch &launch);
+bool ptx_emission_enabled();
 
 // Whether a resident plan's B slice for k rows fits a block's shared memory on its arch;
 // the error names the bytes. Success for plans without resident B.

@@ -131,6 +131,7 @@ uint64_t fingerprint(const Plan &p) {
   for (const ExchangeStep &e : p.exchange) f.append({int64_t(e.kind), e.mask});
   f.append({p.k_stride, p.shuffle_b, int64_t(p.shuffle.size()), p.nibble_prescale});
   f.append(p.shuffle.begin(), p.shuffle.end());
+  f.push_back(int64_t(p.launch.language));  // the rest of the launch follows from the fields above
   return hash64(f);
 }
 
@@ -187,6 +188,7 @@ llvm::json::Value to_json(const Plan &p) {
                                     {"slice_bytes_per_k", p.launch.slice_bytes_per_k},
                                     {"block_cols", p.launch.block_cols},
                                     {"pdl", p.launch.pdl},
+                                    {"language", language_name(p.launch.language)},
                                     {"params", [&] {
                                        llvm::json::Array a;
                                        for (const KernelParam &k : p.launch.params) a.push_back(k.type + " " + k.name);

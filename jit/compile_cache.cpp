@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "jit/nvrtc.h"
+#include "jit/compile.h"
 #include "support/log.h"
 
 namespace magicube {
@@ -24,7 +24,7 @@ CompileCache &CompileCache::process() {
 llvm::Expected<std::string> CompileCache::get_cubin(const CacheKey &key, int arch,
                                                     const std::function<llvm::Expected<std::string>()> &make_source,
                                                     const std::string &file_name,
-                                                    const std::vector<std::string> &extra_options) {
+                                                    const std::vector<std::string> &extra_options, SourceKind kind) {
   if (auto hit = memory_.get(nullptr, key.hex)) {
     log().debug("kernel cache: memory hit {} ({})", key.hex, file_name);
     return *hit;
@@ -48,7 +48,7 @@ llvm::Expected<std::string> CompileCache::get_cubin(const CacheKey &key, int arc
                                                                        ": " + llvm::toString(source.takeError()));
   }
   ++compiles_;
-  auto cubin = nvrtc_compile(*source, file_name, arch, Emit::CUBIN, extra_options);
+  auto cubin = compile_cubin(kind, *source, file_name, arch, extra_options);
   if (!cubin) {
     ++compile_failures_;
     return cubin.takeError();
@@ -69,7 +69,7 @@ void CompileCache::add_bundle(std::shared_ptr<const Bundle> bundle) {
 
 void CompileCache::use_process_bundles(const std::string &generator) {
   std::call_once(process_bundles_once_, [&] {
-    for (auto &b : open_bundles(bundle_paths_from_env(), generator, nvrtc_version())) add_bundle(std::move(b));
+    for (auto &b : open_bundles(bundle_paths_from_env(), generator, toolchain_version())) add_bundle(std::move(b));
   });
 }
 

@@ -13,8 +13,10 @@
 
 #include "cache/cache_key.h"
 #include "cache/disk_cache.h"
+#include "jit/compile.h"
 #include "cache/memory_cache.h"
 #include "jit/bundle.h"
+#include "jit/compile.h"
 #include "llvm/Support/Error.h"
 
 namespace magicube {
@@ -29,7 +31,7 @@ class CompileCache {
   static CompileCache &process();
 
   // The cubin for `key`: from memory, else from an AOT bundle, else from disk, else compiled
-  // by NVRTC from make_source() for sm_<arch> (then stored on disk; a failed store is a
+  // from make_source() (a `kind` source: compile_cubin, jit/compile.h) for sm_<arch> (then stored on disk; a failed store is a
   // warning only). A bundle entry that fails its SHA-256 is warned about once and the
   // bundle is not asked again; the kernel then comes from the disk or NVRTC.
   // make_source is called only on a compile. `key` must cover source, options and arch
@@ -38,7 +40,8 @@ class CompileCache {
   llvm::Expected<std::string> get_cubin(const CacheKey &key, int arch,
                                         const std::function<llvm::Expected<std::string>()> &make_source,
                                         const std::string &file_name,
-                                        const std::vector<std::string> &extra_options = {});
+                                        const std::vector<std::string> &extra_options = {},
+                                        SourceKind kind = SourceKind::Cuda);
 
   // Adds a bundle to ask after the memory level (in the order added). Thread-safe.
   void add_bundle(std::shared_ptr<const Bundle> bundle);

@@ -135,6 +135,7 @@ const std::vector<std::string> &env_nvrtc_options() {
 }
 
 std::vector<std::string> kernel_nvrtc_options(const Plan &plan) {
+  if (plan.launch.language == KernelLanguage::Ptx) return {};
   std::vector<std::string> opts = nvrtc_options(plan);
   const std::vector<std::string> &extra = env_nvrtc_options();
   opts.insert(opts.end(), extra.begin(), extra.end());
@@ -143,7 +144,17 @@ std::vector<std::string> kernel_nvrtc_options(const Plan &plan) {
 
 CacheKey kernel_cache_key(const Plan &plan, int arch) {
   return make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(kernel_nvrtc_options(plan)), arch,
-                        nvrtc_version());
+                        toolchain_version());
+}
+
+namespace {
+SourceKind source_kind(const Plan &plan) {
+  return plan.launch.language == KernelLanguage::Ptx ? SourceKind::Ptx : SourceKind::Cuda;
+}
+}  // namespace
+
+llvm::Expected<std::string> compile_kernel_source(const Plan &plan, const KernelSource &src, int arch) {
+  return compile_cubin(source_kind(plan), src.source, src.file_name(), arch, kernel_nvrtc_options(plan));
 }
 
 CompileCache &kernel_compile_cache() {
@@ -153,10 +164,9 @@ CompileCache &kernel_compile_cache() {
 }
 
 llvm::Expected<std::string> kernel_cubin(const Plan &plan, const KernelSource &src, int arch) {
-  std::vector<std::string> opts = kernel_nvrtc_options(plan);
-  CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(plan), joined(opts), arch, nvrtc_version());
   return kernel_compile_cache().get_cubin(
-      key, arch, [&]() -> llvm::Expected<std::string> { return src.source; }, src.name + ".cu", opts);
+      kernel_cache_key(plan, arch), arch, [&]() -> llvm::Expected<std::string> { return src.source; },
+      src.file_name(), kernel_nvrtc_options(plan), source_kind(plan));
 }
 
 std::vector<Precompiled> precompile_kernels(llvm::ArrayRef<PlanTarget> targets, unsigned threads) {
@@ -480,13 +490,14 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
         generated = std::move(*src);
         return generated->source;
       },
-      name + ".cu", kernel_nvrtc_options(plan));
+      name + (plan.launch.language == KernelLanguage::Ptx ? ".ptx" : ".cu"), kernel_nvrtc_options(plan),
+      source_kind(plan));
   if (!cubin) return cubin.takeError();
   auto module = Module::load(*cubin);
   if (!module) return module.takeError();
   auto k = std::make_shared<Kernel>();
   k->plan_ = plan;
-  k->src_ = generated ? std::move(*generated) : KernelSource{name, std::string()};
+  k->src_ = generated ? std::move(*generated) : KernelSource{name, std::string(), plan.launch.language};
   k->arch_ = *arch;
   k->module_ = std::make_shared<Module>(std::move(*module));
   auto fn = k->module_->function(k->src_.name);

@@ -24,13 +24,19 @@ std::string canonical_plan(const Plan &plan);
 
 // The NVRTC options of `plan`'s kernel: nvrtc_options(plan) (compiler/codegen.h), then those
 // of $MAGICUBE_NVRTC_OPTIONS (space-separated, read once; e.g. "--Ofast-compile=mid" to try
-// a compile-time trade-off on the GPU). Every one is part of the cache key.
+// a compile-time trade-off on the GPU). Every one is part of the cache key. None for a
+// kernel written in PTX (Launch::language): NVRTC does not compile it.
 std::vector<std::string> kernel_nvrtc_options(const Plan &plan);
 
-// The cache key of `plan`'s kernel compiled for `arch`: generator version, the plan's JSON,
-// its NVRTC options (kernel_nvrtc_options), the arch and the NVRTC version (the disk cache's
-// and the bundles' key).
+// The cache key of `plan`'s kernel compiled for `arch`: generator version, the plan's JSON
+// (its kernel language included), its NVRTC options (kernel_nvrtc_options), the arch and the
+// compilers' versions (toolchain_version(): the disk cache's and the bundles' key).
 CacheKey kernel_cache_key(const Plan &plan, int arch);
+
+// `src` (generate(plan)) compiled for `arch` with no cache in between: CUDA through NVRTC with
+// kernel_nvrtc_options(plan), PTX through nvJitLink (jit/compile.h). What every cache miss
+// runs; the bench times cold compiles with it.
+llvm::Expected<std::string> compile_kernel_source(const Plan &plan, const KernelSource &src, int arch);
 
 // The process's compile cache (CompileCache::process()) with its AOT bundles opened (once:
 // $MAGICUBE_BUNDLE, else the bundle installed beside the library).

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "jit/bundle.h"
+#include "jit/compile.h"
 #include "jit/compile_cache.h"
 #include "jit/nvrtc.h"
 #include "llvm/ADT/SmallString.h"
@@ -46,7 +47,7 @@ std::string kernel_source(int which) {
   return "extern \"C\" __global__ void k" + std::to_string(which) + "(int *x) { x[threadIdx.x] += " +
          std::to_string(which) + "; }\n";
 }
-CacheKey key_of(int which) { return make_cache_key(kGenerator, "kernel-" + std::to_string(which), "", kArch, nvrtc_version()); }
+CacheKey key_of(int which) { return make_cache_key(kGenerator, "kernel-" + std::to_string(which), "", kArch, toolchain_version()); }
 
 // Two kernels compiled once per test binary, with their keys.
 struct Compiled {
@@ -68,7 +69,7 @@ struct Compiled {
   }
 };
 
-std::string good_bundle_bytes(BundleMeta meta = {kGenerator, nvrtc_version(), "test"}) {
+std::string good_bundle_bytes(BundleMeta meta = {kGenerator, toolchain_version(), "test"}) {
   auto bytes = encode_bundle(meta, Compiled::get().inputs);
   EXPECT_TRUE(bool(bytes)) << llvm::toString(bytes.takeError());
   return *bytes;
@@ -115,7 +116,7 @@ struct Fixture {
 // `why`; then NVRTC serves kernel 1 with the cubin a compile gives.
 void expect_refused_and_nvrtc_takes_over(const std::string &path, const std::string &why) {
   LogCapture logs;
-  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
+  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, toolchain_version());
   EXPECT_TRUE(bundles.empty());
   const std::string text = logs.text();
   EXPECT_NE(text.find("AOT kernel bundle " + path + " refused"), std::string::npos) << text;
@@ -134,14 +135,14 @@ void expect_refused_and_nvrtc_takes_over(const std::string &path, const std::str
 TEST(Bundle, WriteLoadAndHitWithoutCompiling) {
   TempDir tmp;
   const std::string path = tmp.file("kernels.mcbundle");
-  ASSERT_FALSE(bool(write_bundle(path, {kGenerator, nvrtc_version(), "two tiny kernels"}, Compiled::get().inputs)));
+  ASSERT_FALSE(bool(write_bundle(path, {kGenerator, toolchain_version(), "two tiny kernels"}, Compiled::get().inputs)));
   LogCapture logs;
-  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
+  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, toolchain_version());
   ASSERT_EQ(bundles.size(), 1u);
   EXPECT_EQ(logs.text(), "");
   const Bundle &b = *bundles[0];
   EXPECT_EQ(b.meta().generator, kGenerator);
-  EXPECT_EQ(b.meta().nvrtc, nvrtc_version());
+  EXPECT_EQ(b.meta().nvrtc, toolchain_version());
   EXPECT_EQ(b.meta().note, "two tiny kernels");
   ASSERT_EQ(b.entries().size(), 2u);
   EXPECT_EQ(b.entries()[1].label, "tiny kernel 2");
@@ -165,7 +166,7 @@ TEST(Bundle, WriteLoadAndHitWithoutCompiling) {
 
   // A key the bundle lacks: a bundle miss, then NVRTC.
   auto other = f.cache.get_cubin(
-      make_cache_key(kGenerator, "kernel-3", "", kArch, nvrtc_version()), kArch,
+      make_cache_key(kGenerator, "kernel-3", "", kArch, toolchain_version()), kArch,
       []() -> llvm::Expected<std::string> { return kernel_source(3); }, "k3.cu");
   ASSERT_TRUE(bool(other)) << llvm::toString(other.takeError());
   EXPECT_EQ(f.cache.stats().bundle_misses, 1u);
@@ -176,8 +177,8 @@ TEST(Bundle, TheWriteIsAtomicAndLeavesNoTemp) {
   TempDir tmp;
   const std::string path = tmp.file("k.mcbundle");
   write_file(path, "old");
-  ASSERT_FALSE(bool(write_bundle(path, {kGenerator, nvrtc_version(), ""}, Compiled::get().inputs)));
-  EXPECT_EQ(read_file(path), good_bundle_bytes({kGenerator, nvrtc_version(), ""}));
+  ASSERT_FALSE(bool(write_bundle(path, {kGenerator, toolchain_version(), ""}, Compiled::get().inputs)));
+  EXPECT_EQ(read_file(path), good_bundle_bytes({kGenerator, toolchain_version(), ""}));
   std::error_code ec;
   size_t files = 0;
   for (llvm::sys::fs::directory_iterator it(tmp.path(), ec), end; it != end && !ec; it.increment(ec)) ++files;
@@ -213,7 +214,7 @@ TEST(Bundle, ACorruptCubinIsRefusedOnUseWithOneWarningAndNvrtcTakesOver) {
   std::string bytes = good_bundle_bytes();
   bytes[bytes.size() - 100] ^= 0x40;  // inside the last cubin (kernel 2)
   write_file(path, bytes);
-  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
+  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, toolchain_version());
   ASSERT_EQ(bundles.size(), 1u);  // the header and index are whole: the payload is checked on use
   EXPECT_TRUE(bool(bundles[0]->verify_all())) << "verify_all finds it";
   LogCapture logs;
@@ -240,7 +241,7 @@ TEST(Bundle, ABundleThatShrinksAfterItWasOpenedIsRefusedOnUse) {
   TempDir tmp;
   const std::string path = tmp.file("k.mcbundle");
   write_file(path, good_bundle_bytes());
-  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
+  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, toolchain_version());
   ASSERT_EQ(bundles.size(), 1u);
   ASSERT_EQ(::truncate(path.c_str(), off_t(bundles[0]->entries()[1].offset + 10)), 0);
   LogCapture logs;
@@ -279,10 +280,10 @@ TEST(Bundle, ATruncatedBundleIsRefused) {
 TEST(Bundle, AForeignGeneratorOrNvrtcIsRefusedNamingBoth) {
   TempDir tmp;
   const std::string gen = tmp.file("gen.mcbundle"), nv = tmp.file("nvrtc.mcbundle");
-  write_file(gen, good_bundle_bytes({"gen-test-0", nvrtc_version(), ""}));
+  write_file(gen, good_bundle_bytes({"gen-test-0", toolchain_version(), ""}));
   expect_refused_and_nvrtc_takes_over(gen, "built by generator 'gen-test-0', this library is 'gen-test-1'");
   write_file(nv, good_bundle_bytes({kGenerator, "11.8", ""}));
-  expect_refused_and_nvrtc_takes_over(nv, "compiled by NVRTC '11.8', this process has NVRTC '" + nvrtc_version() + "'");
+  expect_refused_and_nvrtc_takes_over(nv, "compiled by NVRTC '11.8', this process has NVRTC '" + toolchain_version() + "'");
 }
 
 TEST(Bundle, WrongMagicOrFormatVersionIsRefused) {
@@ -411,7 +412,7 @@ TEST(Bundle, ConcurrentLookupsAllHit) {
   TempDir tmp;
   const std::string path = tmp.file("k.mcbundle");
   write_file(path, good_bundle_bytes());
-  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, nvrtc_version());
+  auto bundles = open_bundles(BundlePaths{{path}, true}, kGenerator, toolchain_version());
   ASSERT_EQ(bundles.size(), 1u);
   CompileCache cache(std::nullopt);
   cache.add_bundle(bundles[0]);

@@ -11,6 +11,7 @@
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
 #include "jit/compile_cache.h"
+#include "jit/compile.h"
 #include "jit/nvrtc.h"
 #include "llvm/Support/FileSystem.h"
 #include "runtime/kernel.h"
@@ -23,10 +24,17 @@ OpSpec spmm(ElemType l, ElemType r, int v, int arch, bool pf = true, OutType out
   return OpSpec{OpKind::SpMM, l, r, v, bsn, pf, out, arch};
 }
 
+// The plan with its kernel written in CUDA (what MAGICUBE_PTX=0 plans), for the tests that
+// read the CUDA text of plans the planner writes in PTX.
+Plan in_cuda(Plan p) {
+  p.launch.language = KernelLanguage::Cuda;
+  return p;
+}
+
 TEST(Codegen, NamesAndCommentsTheKernel) {
   auto p = plan(spmm({8, true}, {4, false}, 8, 90));
   ASSERT_TRUE(bool(p));
-  auto ks = generate(*p);
+  auto ks = generate(in_cuda(*p));
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
   EXPECT_EQ(ks->name, "magicube_spmm_s8u4_v8_n64_pf_sm90");
   EXPECT_NE(ks->source.find("extern \"C\" __global__ void __launch_bounds__(64)\nmagicube_spmm_s8u4_v8_n64_pf_sm90("),
@@ -45,7 +53,7 @@ TEST(Codegen, RingDepthFollowsTheSpecAndSharedMemory) {
   for (int st : {0, 2, 3, 4}) {
     OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 128);
     s.stages = st;
-    auto ks = generate(*plan(s));
+    auto ks = generate(in_cuda(*plan(s)));
     ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
     const int want = st == 0 ? 4 : st;  // BSn=128: a 4-deep ring is 20 KiB
     EXPECT_NE(ks->source.find("constexpr int STAGES = " + std::to_string(want) + ";"), std::string::npos) << st;
@@ -196,6 +204,128 @@ INSTANTIATE_TEST_SUITE_P(Grid, CodegenGrid, ::testing::ValuesIn(grid()), [](cons
          std::to_string(info.param.candidate) + "_" + std::to_string(info.index);
 });
 
+
+// ---- kernels written in PTX (Launch::language) ------------------------------------------------
+
+OpSpec sddmm(ElemType l, ElemType r, int arch, OutType out = OutType::Int32, int bsn = 64) {
+  OpSpec s{OpKind::SDDMM, l, r, 8, bsn, true, out, arch};
+  return s;
+}
+
+// The bytes of every ".shared ... name[bytes]" of a PTX module.
+int ptx_shared_bytes(const std::string &ptx) {
+  int total = 0;
+  for (size_t at = ptx.find(".shared .align 16 .b8 "); at != std::string::npos; at = ptx.find(".shared .align 16 .b8 ", at + 1)) {
+    const size_t open = ptx.find('[', at), close = ptx.find(']', open);
+    total += std::stoi(ptx.substr(open + 1, close - open - 1));
+  }
+  return total;
+}
+
+TEST(CodegenPtx, TheCommonRingAndSddmmPlansAreWrittenInPtx) {
+  auto p = plan(spmm({8, true}, {4, false}, 8, 90));
+  ASSERT_TRUE(bool(p));
+  EXPECT_EQ(p->launch.language, KernelLanguage::Ptx) << p->str();
+  EXPECT_NE(p->str().find("written in PTX"), std::string::npos) << "the plan says so when printed";
+  EXPECT_TRUE(nvrtc_options(*p).empty());
+  EXPECT_TRUE(kernel_nvrtc_options(*p).empty());
+  auto ks = generate(*p);
+  ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+  EXPECT_EQ(ks->language, KernelLanguage::Ptx);
+  EXPECT_EQ(ks->file_name(), "magicube_spmm_s8u4_v8_n64_pf_sm90.ptx");
+  EXPECT_NE(ks->source.find("// plan spmm.s8xu4.v8.n64.pf.i32.sm_90"), std::string::npos);
+  EXPECT_NE(ks->source.find(".target sm_90\n"), std::string::npos);
+  EXPECT_NE(ks->source.find(".visible .entry magicube_spmm_s8u4_v8_n64_pf_sm90(\n"), std::string::npos);
+  EXPECT_NE(ks->source.find(".maxntid 64, 1, 1"), std::string::npos);
+  EXPECT_NE(ks->source.find("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32"), std::string::npos);
+  EXPECT_NE(ks->source.find("0x00f000f0"), std::string::npos) << "B's nibble columns as bytes << 4";
+  EXPECT_NE(ks->source.find(", 4;"), std::string::npos);
+  EXPECT_EQ(ptx_shared_bytes(ks->source), p->launch.static_smem) << "the PTX's shared arrays are the plan's";
+  // The plan's parameter list, in order.
+  size_t at = 0;
+  for (const KernelParam &k : p->launch.params) {
+    at = ks->source.find(" p_" + k.name, at);
+    EXPECT_NE(at, std::string::npos) << k.name;
+  }
+  // And SDDMM's fast kernel.
+  auto q = plan(sddmm({4, true}, {4, true}, 90));
+  ASSERT_TRUE(bool(q));
+  EXPECT_EQ(q->launch.language, KernelLanguage::Ptx) << q->str();
+  auto kq = generate(*q);
+  ASSERT_TRUE(bool(kq)) << llvm::toString(kq.takeError());
+  EXPECT_NE(kq->source.find("shr.s32 sh, acc_t0_0, 8;"), std::string::npos) << "s4 x s4 sums shifted back by 8";
+  EXPECT_NE(kq->source.find("div.u32 qd, q"), std::string::npos) << "the SR-BCRS output order";
+}
+
+TEST(CodegenPtx, OtherPlansStayCuda) {
+  OpSpec f16 = spmm({8, true}, {8, true}, 8, 90, true, OutType::F16);  // float epilogue
+  OpSpec split = spmm({8, true}, {8, true}, 8, 90);
+  split.split = 2;
+  OpSpec wide = spmm({12, true}, {4, true}, 8, 90);  // two lhs chunks
+  OpSpec v4 = spmm({8, true}, {8, true}, 4, 90);     // stacked slots
+  OpSpec nopf = spmm({8, true}, {8, true}, 8, 90, false);
+  OpSpec dec = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
+  dec.decode = true;
+  dec.resident = true;
+  for (const OpSpec &s : {f16, split, wide, v4, nopf, dec}) {
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << to_string(s) << ": " << llvm::toString(p.takeError());
+    EXPECT_EQ(p->launch.language, KernelLanguage::Cuda) << to_string(s);
+    auto ks = generate(*p);
+    ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+    EXPECT_EQ(ks->file_name(), ks->name + ".cu");
+  }
+}
+
+// Every plan the planner writes in PTX assembles with ptxas (nvJitLink, no GPU needed) for sm_80
+// and sm_90: each type pair of 8 and 4 bits, both ops, int32 and int64, two tile widths and
+// every ring depth.
+TEST(CodegenPtx, EveryPtxPlanCompilesForSm80AndSm90) {
+  const ElemType types[] = {{8, true}, {8, false}, {4, true}, {4, false}};
+  int compiled = 0;
+  auto check = [&](const OpSpec &s) {
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << to_string(s) << ": " << llvm::toString(p.takeError());
+    if (p->launch.language != KernelLanguage::Ptx) return;
+    auto ks = generate(*p);
+    ASSERT_TRUE(bool(ks)) << to_string(s) << ": " << llvm::toString(ks.takeError());
+    EXPECT_EQ(ptx_shared_bytes(ks->source), p->launch.static_smem) << to_string(s);
+    auto cubin = compile_kernel_source(*p, *ks, s.arch);
+    ASSERT_TRUE(bool(cubin)) << to_string(s) << ": " << llvm::toString(cubin.takeError()) << "\n" << ks->source;
+    EXPECT_EQ(cubin->substr(0, 4), "\x7f" "ELF");
+    ++compiled;
+  };
+  for (int arch : {80, 90})
+    for (ElemType l : types)
+      for (ElemType r : types) {
+        check(spmm(l, r, 8, arch, true, OutType::Int32, 128));
+        check(sddmm(l, r, arch, OutType::Int32, 128));
+      }
+  for (int arch : {80, 90}) {
+    check(spmm({8, true}, {4, false}, 8, arch, true, OutType::Int64, 64));
+    check(sddmm({4, false}, {8, true}, arch, OutType::Int64, 32));
+    for (int st : {2, 3, 4}) {
+      OpSpec s = spmm({8, true}, {8, true}, 8, arch, true, OutType::Int32, 256);
+      s.stages = st;
+      check(s);
+    }
+  }
+  EXPECT_GE(compiled, 40) << "the PTX plans the grid reaches";
+}
+
+// A PTX error names the file and carries ptxas's log.
+TEST(CodegenPtx, ABadPtxModuleFailsWithPtxassLog) {
+  auto r = compile_cubin(SourceKind::Ptx, ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n",
+                         "k.ptx", 90);
+  ASSERT_FALSE(bool(r));
+  const std::string msg = llvm::toString(r.takeError());
+  EXPECT_NE(msg.find("k.ptx"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ptxas"), std::string::npos) << msg;
+  auto o = compile_cubin(SourceKind::Ptx, "x", "k.ptx", 90, {"-G"});
+  ASSERT_FALSE(bool(o));
+  EXPECT_NE(llvm::toString(o.takeError()).find("takes no NVRTC options"), std::string::npos);
+}
+
 }  // namespace
 
 // SpMM's int8 kernels (ring and resident B) widen 4-bit planes as value << 4 too: no sign
@@ -210,7 +340,7 @@ TEST(Codegen, SpmmNibblesWidenAsValueTimes16AndShiftBack) {
     ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
     ASSERT_EQ(p->nibble_prescale, 4);
     EXPECT_EQ(p->max_exact_k, 131071) << "s4 x s4 sums scaled by 256 stay in int32";
-    auto src = generate(*p);
+    auto src = generate(in_cuda(*p));
     ASSERT_TRUE(bool(src)) << llvm::toString(src.takeError());
     EXPECT_NE(src->source.find("= mc_nib_col_hi(r0, r1, 0);"), std::string::npos);
     EXPECT_EQ(src->source.find("= mc_nib_col(r0"), std::string::npos);
@@ -235,7 +365,7 @@ TEST(Codegen, SddmmNibblesWidenWithOneMaskAndShiftBack) {
   auto p = plan(s);
   ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
   ASSERT_EQ(p->nibble_prescale, 4);
-  auto src = generate(*p);
+  auto src = generate(in_cuda(*p));
   ASSERT_TRUE(bool(src)) << llvm::toString(src.takeError());
   EXPECT_NE(src->source.find("& 0xf0f0f0f0u"), std::string::npos);
   EXPECT_NE(src->source.find("__byte_perm(cl0_0.x, cl0_0.y, 0x6420)"), std::string::npos) << "8-bit plane in nibble order";
@@ -246,7 +376,7 @@ TEST(Codegen, SddmmNibblesWidenWithOneMaskAndShiftBack) {
   auto q = plan(s);
   ASSERT_TRUE(bool(q));
   EXPECT_EQ(q->nibble_prescale, 0);
-  auto src8 = generate(*q);
+  auto src8 = generate(in_cuda(*q));
   ASSERT_TRUE(bool(src8));
   EXPECT_EQ(src8->source.find("__byte_perm(cl0_0"), std::string::npos);
   EXPECT_EQ(src8->source.find(">> 4)"), std::string::npos);

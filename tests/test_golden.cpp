@@ -1,5 +1,6 @@
 // Golden files: the generated source of a handful of representative plans, compared byte for
-// byte with tests/golden/<name>.cu, the reviewed record of what generated code looks like.
+// byte with tests/golden/<name>.cu (or .ptx for kernels written in PTX), the reviewed record
+// of what generated code looks like.
 // MAGICUBE_UPDATE_GOLDEN=1 rewrites them instead (tests/golden/README.md).
 #include <gtest/gtest.h>
 
@@ -18,27 +19,49 @@ using namespace magicube;
 namespace {
 
 struct Golden {
-  const char *name;  // tests/golden/<name>.cu
+  const char *name;  // tests/golden/<name>.cu or .ptx
   const char *spec;  // canonical text form
   int candidate;     // index into plan_candidates (0 = the planner's choice)
+  bool cuda = false;  // the plan's kernel written in CUDA even where the planner writes PTX (MAGICUBE_PTX=0)
 };
 
 const Golden kGoldens[] = {
-    {"spmm_ring_s8s8_v8_sm90", "spmm.s8xs8.v8.n64.pf.i32.sm_90", 0},
+    {"spmm_ring_s8s8_v8_sm90", "spmm.s8xs8.v8.n64.pf.i32.sm_90", 0},  // PTX
+    {"spmm_ring_s8s8_v8_sm90", "spmm.s8xs8.v8.n64.pf.i32.sm_90", 0, true},
     {"spmm_ring_split2_s8s8_v8_sm90", "spmm.s8xs8.v8.n64k2.pf.i32.sm_90", 0},
     {"spmm_resident_s8s8_v8_n48r_sm90", "spmm.s8xs8.v8.n48r.pf.i32.sm_90", 0},
     {"spmm_decode_s8s8_v8_n16d_sm90", "spmm.s8xs8.v8.n16d.pf.i32.sm_90", 0},  // N <= 64: strides split over warps
-    {"spmm_ring_s8u4_v8_sm90", "spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},  // 4-bit B: nibble widening
+    {"spmm_ring_s8u4_v8_sm90", "spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},  // PTX, 4-bit B: nibble widening
+    {"spmm_ring_s8u4_v8_sm90", "spmm.s8xu4.v8.n64.pf.i32.sm_90", 0, true},
     {"spmm_generic_s12u4_v4_sm80", "spmm.s12xu4.v4.n64.pf.i32.sm_80", 0},  // int4 m16n8k64
     {"spmm_generic_m8n8k16_s8s8_v2_sm90", "spmm.s8xs8.v2.n64.pf.i32.sm_90", 2},  // sparse on M
-    {"sddmm_fast_s8s8_v8_sm90", "sddmm.s8xs8.v8.n64.pf.i32.sm_90", 0},
+    {"sddmm_fast_s8s8_v8_sm90", "sddmm.s8xs8.v8.n64.pf.i32.sm_90", 0},  // PTX
+    {"sddmm_fast_s8s8_v8_sm90", "sddmm.s8xs8.v8.n64.pf.i32.sm_90", 0, true},
+    {"sddmm_fast_s4s4_v8_sm90", "sddmm.s4xs4.v8.n64.pf.i32.sm_90", 0},  // PTX, 4-bit planes
     {"sddmm_generic_u3s7_v2_sm80", "sddmm.u3xs7.v2.n64.pf.i32.sm_80", 1},  // int4 m16n8k64
     {"spmm_ring_f16_rc_colbias_sm90", "spmm.s8xs8.v8.n64.pf.f16+rc+colbias.sm_90", 0},
 };
 
-void PrintTo(const Golden &g, std::ostream *os) { *os << g.spec << " candidate " << g.candidate; }
+void PrintTo(const Golden &g, std::ostream *os) {
+  *os << g.spec << " candidate " << g.candidate << (g.cuda ? " in CUDA" : "");
+}
 
-std::string golden_path(const Golden &g) { return std::string(MAGICUBE_SOURCE_DIR) + "/tests/golden/" + g.name + ".cu"; }
+// The golden plan: candidate `g.candidate`, its kernel in CUDA when `g.cuda`.
+Plan golden_plan(const Golden &g) {
+  auto spec = parse_opspec(g.spec);
+  EXPECT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+  auto ps = plan_candidates(*spec);
+  EXPECT_TRUE(bool(ps)) << llvm::toString(ps.takeError());
+  EXPECT_LT(size_t(g.candidate), ps->size());
+  Plan p = (*ps)[g.candidate];
+  if (g.cuda) p.launch.language = KernelLanguage::Cuda;
+  return p;
+}
+
+std::string golden_path(const Golden &g) {
+  const bool ptx = golden_plan(g).launch.language == KernelLanguage::Ptx;
+  return std::string(MAGICUBE_SOURCE_DIR) + "/tests/golden/" + g.name + (ptx ? ".ptx" : ".cu");
+}
 
 std::vector<std::string> lines_of(const std::string &s) {
   std::vector<std::string> lines;
@@ -74,12 +97,7 @@ class GoldenKernels : public ::testing::TestWithParam<Golden> {};
 
 TEST_P(GoldenKernels, MatchTheReviewedSource) {
   const Golden &g = GetParam();
-  auto spec = parse_opspec(g.spec);
-  ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
-  auto ps = plan_candidates(*spec);
-  ASSERT_TRUE(bool(ps)) << llvm::toString(ps.takeError());
-  ASSERT_LT(size_t(g.candidate), ps->size());
-  auto ks = generate((*ps)[g.candidate]);
+  auto ks = generate(golden_plan(g));
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
   const std::string path = golden_path(g);
   const char *update = std::getenv("MAGICUBE_UPDATE_GOLDEN");
@@ -105,9 +123,7 @@ TEST_P(GoldenKernels, MatchTheReviewedSource) {
 // 120 columns.
 TEST_P(GoldenKernels, HaveNoUnfoldedArithmeticOrLongLines) {
   const Golden &g = GetParam();
-  auto ps = plan_candidates(*parse_opspec(g.spec));
-  ASSERT_TRUE(bool(ps));
-  auto ks = generate((*ps)[g.candidate]);
+  auto ks = generate(golden_plan(g));
   ASSERT_TRUE(bool(ks));
   for (const std::string &line : lines_of(ks->source)) {
     EXPECT_LE(line.size(), 120u) << line;
@@ -118,7 +134,7 @@ TEST_P(GoldenKernels, HaveNoUnfoldedArithmeticOrLongLines) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, GoldenKernels, ::testing::ValuesIn(kGoldens),
-                         [](const auto &info) { return std::string(info.param.name); });
+                         [](const auto &info) { return std::string(info.param.name) + (info.param.cuda ? "_cuda" : ""); });
 
 // The first-difference report names the lines that differ, with context.
 TEST(GoldenDiff, ShowsTheFirstDifferingLinesWithContext) {

@@ -10,6 +10,7 @@
 
 #include "compiler/codegen.h"
 #include "jit/bundle.h"
+#include "jit/compile.h"
 #include "jit/nvrtc.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -88,7 +89,7 @@ int cmd_cache_warm(const WarmArgs &a) {
                 failures + (failed > 5 ? "\n  ..." : ""));
   std::string arch_list;
   for (int x : archs) arch_list += (arch_list.empty() ? "" : " ") + arch_name(x);
-  BundleMeta meta{kGeneratorVersion, nvrtc_version(),
+  BundleMeta meta{kGeneratorVersion, toolchain_version(),
                   fmt::format("magicube cache warm{}, {} kernels{}", a.list.empty() ? " (default list)" : " --list",
                               entries.size(), arch_list.empty() ? "" : ", " + arch_list)};
   llvm::SmallString<256> parent(a.out);
@@ -125,7 +126,7 @@ int cmd_cache_inspect(const std::string &path) {
   for (const BundleEntry &e : bundle.entries())
     llvm::outs() << fmt::format("  {:<6} {:>9}  {}  {}\n", arch_name(e.arch), format_bytes(e.size), e.key.substr(0, 16),
                                 quoted(e.label, 200));
-  llvm::Error usable = bundle.check_versions(kGeneratorVersion, nvrtc_version());
+  llvm::Error usable = bundle.check_versions(kGeneratorVersion, toolchain_version());
   const std::string why = usable ? llvm::toString(std::move(usable)) : std::string();
   llvm::outs() << "usable     " << (why.empty() ? "yes (this library's generator and NVRTC)" : "no: " + why) << "\n";
   if (auto e = bundle.verify_all()) return fail("bundle " + path + " is corrupt: " + llvm::toString(std::move(e)));

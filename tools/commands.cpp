@@ -9,6 +9,7 @@
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
 #include "support/text.h"
+#include "jit/compile.h"
 #include "jit/nvrtc.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -176,10 +177,17 @@ int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &ou
   auto d = dispatch(*spec, nullptr, DeviceFacts::reference_for(spec->arch), f.candidate_given ? f.candidate : -1);
   if (!d) return fail(d.takeError());
   const Plan *p = &d->plan;
-  auto src = generate(*p);
+  // --emit=cuda of a plan whose kernel is written in PTX: the same plan's CUDA kernel (what
+  // MAGICUBE_PTX=0 runs), for reading; the other emits are of the kernel the plan runs.
+  const bool ptx_kernel = p->launch.language == KernelLanguage::Ptx;
+  Plan cuda_plan = *p;
+  cuda_plan.launch.language = KernelLanguage::Cuda;
+  auto src = generate(emit == "cuda" ? cuda_plan : *p);
   if (!src) return fail(src.takeError());
   std::string bytes;
   if (emit == "cuda") {
+    bytes = src->source;
+  } else if (emit == "ptx" && ptx_kernel) {
     bytes = src->source;
   } else if (emit == "ptx") {
     auto ptx = nvrtc_compile(src->source, src->name + ".cu", p->spec.arch, Emit::PTX);
@@ -193,7 +201,8 @@ int cmd_compile(const OpFlags &f, const std::string &emit, const std::string &ou
   if (auto e = write_file(out_file, bytes)) return fail(std::move(e));
   if (out_file != "-")
     llvm::outs() << "wrote " << out_file << ": " << emit << " of " << src->name << " for " << arch_name(p->spec.arch)
-                 << " (" << bytes.size() << " bytes)\n";
+                 << " (" << bytes.size() << " bytes" << (emit == "cuda" && ptx_kernel ? "; the plan runs it written in PTX" : "")
+                 << ")\n";
   return 0;
 }
 
@@ -223,7 +232,7 @@ int cmd_cache(const std::string &action) {
     }
     for (const std::string &p : paths.paths) {
       auto b = Bundle::open(p);
-      llvm::Error e = b ? (*b)->check_versions(kGeneratorVersion, nvrtc_version()) : b.takeError();
+      llvm::Error e = b ? (*b)->check_versions(kGeneratorVersion, toolchain_version()) : b.takeError();
       llvm::outs() << "bundle   " << p << ": "
                    << (e ? "refused: " + llvm::toString(std::move(e))
                          : std::to_string((*b)->entries().size()) + " kernels, " + human_bytes((*b)->bytes()))
