@@ -280,9 +280,13 @@ struct JitCosts {
   double codegen_ms = kNaN;                 // plan -> CUDA source
   double nvrtc_first_ms = kNaN;             // first NVRTC compile in the process (start-up included)
   double nvrtc_again_ms = kNaN;             // the same source again, right after (NVRTC may cache it)
-  double nvrtc_cold_ms = kNaN;              // median over the variants' cold-compile medians
-  // Per variant (SpMM and SDDMM, L8-R8 and L4-R4, V=8): the median of a few cold compiles.
-  std::vector<std::pair<std::string, double>> nvrtc_cold_each;
+  double cold_ms = kNaN;                    // median over the variants' cold-compile medians
+  // Per variant (SpMM and SDDMM, L8-R8 and L4-R4, V=8): the median of a few cold compiles of
+  // the kernel the library runs (PTX through nvJitLink, or CUDA through NVRTC), labelled with its language.
+  std::vector<std::pair<std::string, double>> cold_each;
+  // The same plans' CUDA kernels through NVRTC (MAGICUBE_PTX=0), for comparison.
+  double cuda_cold_ms = kNaN;
+  std::vector<std::pair<std::string, double>> cuda_cold_each;
   double nvrtc_fast_cold_ms = kNaN;         // the same with --Ofast-compile=min (opt-in), median
   double nvrtc_mid_cold_ms = kNaN;          // and with --Ofast-compile=mid
   double batch_per_variant_ms = kNaN;       // wall time of a parallel batch / its variants

@@ -1178,6 +1178,7 @@ void Suite::jit_compile_costs() {
   const Precision l8r8 = default_spmm_precisions()[0];
   auto pa = choose_plan(OpKind::SpMM, l8r8, 8, 2048);
   if (!pa) return note("plan " + l8r8.name, pa.takeError());
+  pa->launch.language = KernelLanguage::Cuda;  // NVRTC's start-up and in-process cache: a CUDA kernel
   j.variant_first = to_string(pa->spec);
   auto arch = target_arch(*pa, ctx_.compute_capability());
   if (!arch) return note("arch", arch.takeError());
@@ -1239,43 +1240,65 @@ void Suite::jit_compile_costs() {
     return Variant{*p, std::move(*s), *a};
   };
   static std::atomic<int> sample_id{0};  // unique names across calls in one process
-  auto cold_compile = [&](const Variant &v, const std::vector<std::string> &opts) -> double {
-    const std::string source = renamed_source(v.src, "_cold" + run_tag() + "_" + std::to_string(sample_id++));
+  // One cold compile of `src` (the plan's kernel, or its CUDA form) under a name never used
+  // before, through the library's compile entry (compile_kernel_source: PTX through nvJitLink,
+  // CUDA through NVRTC with the plan's options, or `opts` when given).
+  auto cold_compile = [&](const Plan &plan, const KernelSource &src, int arch,
+                          const std::vector<std::string> *opts = nullptr) -> double {
+    KernelSource renamed = src;
+    renamed.source = renamed_source(src, "_cold" + run_tag() + "_" + std::to_string(sample_id++));
     const auto t = Clock::now();
-    auto cb = nvrtc_compile(source, v.src.name + ".cu", v.arch, Emit::CUBIN, opts);
+    auto cb = opts ? compile_cubin(SourceKind::Cuda, renamed.source, renamed.file_name(), arch, *opts)
+                   : compile_kernel_source(plan, renamed, arch);
     const double ms = ms_since(t);
     if (!cb) {
-      note("NVRTC " + to_string(v.plan.spec), cb.takeError());
+      note("compile " + to_string(plan.spec), cb.takeError());
       return kNaN;
     }
     return ms;
   };
   const int kColdSamples = 3;
-  std::vector<double> cold, fast, mid;
+  std::vector<double> cold, cuda_cold, fast, mid;
   for (const Cold &c : colds) {
     auto v = variant_of(c);
     if (!v) continue;
-    std::vector<double> samples;
+    std::vector<double> samples, cuda_samples;
     for (int i = 0; i < kColdSamples; ++i)
-      if (double ms = cold_compile(*v, nvrtc_options(v->plan)); std::isfinite(ms)) samples.push_back(ms);
+      if (double ms = cold_compile(v->plan, v->src, v->arch); std::isfinite(ms)) samples.push_back(ms);
     if (samples.empty()) continue;
-    j.nvrtc_cold_each.push_back({to_string(v->plan.spec), median(samples)});
+    const std::string label = to_string(v->plan.spec) + " (" + language_name(v->plan.launch.language) + ")";
+    j.cold_each.push_back({label, median(samples)});
     cold.push_back(median(samples));
-    // The compile-time trade-offs, once per variant (information: they change the code, and
-    // =min's kernels ran 4-30 % slower): --Ofast-compile=min (MAGICUBE_FAST_COMPILE=1) and =mid.
+    // The same plan's CUDA kernel through NVRTC (what MAGICUBE_PTX=0 compiles), and the
+    // compile-time trade-offs NVRTC offers, once per variant (information: they change the
+    // code, and =min's kernels ran 4-30 % slower): --Ofast-compile=min and =mid.
+    Plan cuda_plan = v->plan;
+    cuda_plan.launch.language = KernelLanguage::Cuda;
+    auto cuda_src = generate(cuda_plan);
+    if (!cuda_src) {
+      note("codegen " + to_string(cuda_plan.spec), cuda_src.takeError());
+      continue;
+    }
+    for (int i = 0; i < kColdSamples; ++i)
+      if (double ms = cold_compile(cuda_plan, *cuda_src, v->arch); std::isfinite(ms)) cuda_samples.push_back(ms);
+    if (!cuda_samples.empty()) {
+      j.cuda_cold_each.push_back({to_string(v->plan.spec), median(cuda_samples)});
+      cuda_cold.push_back(median(cuda_samples));
+    }
     for (const char *level : {"--Ofast-compile=min", "--Ofast-compile=mid"}) {
-      std::vector<std::string> fo = nvrtc_options(v->plan);
+      std::vector<std::string> fo = nvrtc_options(cuda_plan);
       llvm::erase_if(fo, [](const std::string &o) { return o.rfind("--Ofast-compile", 0) == 0; });
       fo.push_back(level);
       std::vector<double> &into = std::string(level) == "--Ofast-compile=min" ? fast : mid;
-      if (double ms = cold_compile(*v, fo); std::isfinite(ms)) into.push_back(ms);
+      if (double ms = cold_compile(cuda_plan, *cuda_src, v->arch, &fo); std::isfinite(ms)) into.push_back(ms);
     }
     variants.push_back(std::move(*v));
   }
-  j.nvrtc_cold_ms = median(cold);
+  j.cold_ms = median(cold);
+  j.cuda_cold_ms = median(cuda_cold);
   j.nvrtc_fast_cold_ms = median(fast);
   j.nvrtc_mid_cold_ms = median(mid);
-  if (!cold.empty()) j.variant_cold = j.nvrtc_cold_each.front().first;
+  if (!cold.empty()) j.variant_cold = j.cold_each.front().first;
 
   // The batch: the same four at V=4 and V=2 (eight sources never compiled before), compiled
   // in parallel as tune, `cache warm` and precompile_kernels do.
@@ -1291,8 +1314,9 @@ void Suite::jit_compile_costs() {
       parallel_for(
           batch.size(),
           [&](size_t i) {
-            auto cb = nvrtc_compile(renamed_source(batch[i].src, "_batch" + run_tag() + "_" + std::to_string(sample_id++)),
-                                    batch[i].src.name + ".cu", batch[i].arch, Emit::CUBIN, nvrtc_options(batch[i].plan));
+            KernelSource renamed = batch[i].src;
+            renamed.source = renamed_source(batch[i].src, "_batch" + run_tag() + "_" + std::to_string(sample_id++));
+            auto cb = compile_kernel_source(batch[i].plan, renamed, batch[i].arch);
             if (!cb) {
               llvm::consumeError(cb.takeError());
               ++failed;

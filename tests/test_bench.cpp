@@ -183,11 +183,11 @@ TEST(BenchSummary, TablesTargetsAndMismatches) {
   jit.variant_first = "spmm.s8xs8.v8.n64.pf.i32.sm_90";
   jit.nvrtc_first_ms = 990;
   jit.nvrtc_again_ms = 32;
-  jit.nvrtc_cold_ms = 33;
+  jit.cold_ms = 33;
   jit.disk_hit_ms = 0.4;
   jit.get_launch_us = 4.5;
   jit.bare_launch_us = 3.4;
-  jit.nvrtc_cold_each = {{"spmm.s8xs8.v8.n128.pf.i32.sm_90", 48.0}, {"sddmm.s4xs4.v8.n64.pf.i32.sm_90", 61.5}};
+  jit.cold_each = {{"spmm.s8xs8.v8.n128.pf.i32.sm_90", 48.0}, {"sddmm.s4xs4.v8.n64.pf.i32.sm_90", 61.5}};
   jit.batch_count = 8;
   jit.batch_threads = 8;
   jit.batch_per_variant_ms = 20.25;
