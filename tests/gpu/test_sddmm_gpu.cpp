@@ -110,6 +110,42 @@ TEST(SddmmGpu, EveryCandidatePlanOnAwkwardShapes) {
   }
 }
 
+// The fast kernel written in PTX and its CUDA twin: both equal the reference for every 8- and
+// 4-bit type pair, int32 and int64, both output layouts and every tile width.
+TEST(SddmmGpu, PtxKernelsAndTheirCudaTwinsAreExact) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  const ElemType types[] = {{8, true}, {8, false}, {4, true}, {4, false}};
+  std::vector<Plan> plans;
+  int i = 0;
+  for (ElemType l : types)
+    for (ElemType r : types)
+      for (int bsn : {16, 32, 64, 128}) {
+        auto p = plan(OpSpec{OpKind::SDDMM, l, r, 8, bsn, true, ++i % 3 ? OutType::Int32 : OutType::Int64, 90});
+        ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+        if (p->launch.language != KernelLanguage::Ptx) continue;
+        plans.push_back(*p);
+        Plan cuda = *p;
+        cuda.launch.language = KernelLanguage::Cuda;
+        plans.push_back(cuda);
+      }
+  EXPECT_GE(plans.size(), 32u) << "plans written in PTX (at least one a type pair), and their twins";
+  precompile(*ctx, plans);
+  std::mt19937_64 rng(22);
+  int failures = 0, j = 0;
+  for (const Plan &p : plans) {
+    const int64_t k = 301, m = 77, n = 300;
+    VectorSparse mask = random_vector_sparse(rng, m, n, 8, n, ElemType{1, false});
+    std::vector<int64_t> a = random_dense(rng, m * k, p.spec.lhs), b = random_dense(rng, k * n, p.spec.rhs);
+    ++j;
+    std::string f = run_and_compare(*ctx, p, mask, a, b, k, j % 4 < 2 ? 32 : 16,
+                                     (j / 2) % 2 ? SparseLayout::SrBcrs : SparseLayout::Bcrs);
+    if (!f.empty()) {
+      ADD_FAILURE() << to_string(p.spec) << " (" << language_name(p.launch.language) << "): " << f;
+      if (++failures >= 5) return;
+    }
+  }
+}
+
 TEST(SddmmGpu, EveryWidthPairBothSignednesses) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::vector<Plan> plans;

@@ -419,6 +419,33 @@ TEST(SpmmGpu, EveryWidthPairBothSignednesses) {
   run_cases(*ctx, cases, 12);
 }
 
+// The kernels written in PTX (Launch::language) and the same plans' CUDA kernels: both equal
+// the reference on awkward shapes (a partial last row-block, N past the last full tile, K not
+// a multiple of the stride) for every 8- and 4-bit type pair, int32 and int64, each tile width
+// and ring depth the PTX generator takes.
+TEST(SpmmGpu, PtxKernelsAndTheirCudaTwinsAreExact) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  const ElemType types[] = {{8, true}, {8, false}, {4, true}, {4, false}};
+  std::vector<Case> cases;
+  int i = 0, ptx = 0;
+  for (ElemType l : types)
+    for (ElemType r : types)
+      for (int bsn : {32, 64, 128, 256}) {
+        OpSpec s{OpKind::SpMM, l, r, 8, bsn, true, ++i % 3 ? OutType::Int32 : OutType::Int64, 90};
+        s.stages = i % 4 == 0 ? 0 : 1 + i % 4;  // 2, 3, 4 or the deepest
+        auto p = plan(s);
+        ASSERT_TRUE(bool(p)) << to_string(s) << ": " << llvm::toString(p.takeError());
+        if (p->launch.language != KernelLanguage::Ptx) continue;
+        ++ptx;
+        Plan cuda = *p;
+        cuda.launch.language = KernelLanguage::Cuda;
+        cases.push_back({*p, 77, 301, 200});
+        cases.push_back({cuda, 77, 301, 200});
+      }
+  EXPECT_GE(ptx, 16) << "plans written in PTX: at least one a type pair";
+  run_cases(*ctx, cases, 14);
+}
+
 // The comparison can fail: a kernel whose lhs mma type is wrong (u8 for s8 data) must not
 // pass.
 TEST(SpmmGpu, ComparisonCatchesAWrongKernel) {
