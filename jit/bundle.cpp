@@ -306,8 +306,8 @@ llvm::Error Bundle::check_versions(llvm::StringRef generator, llvm::StringRef nv
     return make_error("it was built by generator " + quoted(meta_.generator) + ", this library is " + quoted(generator) +
                       " (rebuild it: magicube cache warm)");
   if (meta_.nvrtc != nvrtc)
-    return make_error("its kernels were compiled by NVRTC " + quoted(meta_.nvrtc) + ", this process has NVRTC " +
-                      quoted(nvrtc) + " (rebuild it: magicube cache warm)");
+    return make_error("its kernels were compiled by " + quoted(meta_.nvrtc) + ", this process has " + quoted(nvrtc) +
+                      " (rebuild it: magicube cache warm)");
   return llvm::Error::success();
 }
 

@@ -45,7 +45,7 @@ namespace magicube {
 
 struct BundleMeta {
   std::string generator;  // kGeneratorVersion of the code that generated the sources
-  std::string nvrtc;      // nvrtc_version() of the compiles
+  std::string nvrtc;      // toolchain_version() of the compiles (jit/compile.h: NVRTC's and nvJitLink's)
   std::string note;       // free text, e.g. "magicube cache warm, 212 plans, sm_80 sm_90"
 };
 

@@ -283,7 +283,7 @@ TEST(Bundle, AForeignGeneratorOrNvrtcIsRefusedNamingBoth) {
   write_file(gen, good_bundle_bytes({"gen-test-0", toolchain_version(), ""}));
   expect_refused_and_nvrtc_takes_over(gen, "built by generator 'gen-test-0', this library is 'gen-test-1'");
   write_file(nv, good_bundle_bytes({kGenerator, "11.8", ""}));
-  expect_refused_and_nvrtc_takes_over(nv, "compiled by NVRTC '11.8', this process has NVRTC '" + toolchain_version() + "'");
+  expect_refused_and_nvrtc_takes_over(nv, "compiled by '11.8', this process has '" + toolchain_version() + "'");
 }
 
 TEST(Bundle, WrongMagicOrFormatVersionIsRefused) {
