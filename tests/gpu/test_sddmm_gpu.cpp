@@ -119,7 +119,7 @@ TEST(SddmmGpu, PtxKernelsAndTheirCudaTwinsAreExact) {
   int i = 0;
   for (ElemType l : types)
     for (ElemType r : types)
-      for (int bsn : {16, 32, 64, 128}) {
+      for (int bsn : {32, 64, 128, 256}) {
         auto p = plan(OpSpec{OpKind::SDDMM, l, r, 8, bsn, true, ++i % 3 ? OutType::Int32 : OutType::Int64, 90});
         ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
         if (p->launch.language != KernelLanguage::Ptx) continue;
