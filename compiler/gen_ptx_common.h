@@ -38,7 +38,6 @@ class PtxKernel {
   static std::string div_by(const std::string &dst, const std::string &src, int c);
   static std::string mod_by(const std::string &dst, const std::string &src, int c);
   static int log2i(int c);  // c a power of two
-  void error(const std::string &e) { errors_.push_back(e); }  // assemble() then fails with it
   // The address operand [reg] or [reg+off].
   static std::string at(const std::string &reg, long long off) {
     return "[" + reg + (off ? "+" + std::to_string(off) : "") + "]";

@@ -1,5 +1,5 @@
 // spmm-ring written as PTX (Launch::language == Ptx): the kernel of gen_spmm_ring.cpp for
-// its common plans (one lhs and one rhs chunk of 8 or 4 bits, V = 8, one or two warp groups, a
+// its common plans (one lhs and one rhs chunk of 8 or 4 bits, V = 8, one warp group, a
 // cp.async ring, integer output), emitted as PTX so that a cold compile is ptxas alone
 // (no C++ front end, no NVVM: about a third of the time; bench/NOTES.md, Session 14).
 // Same shared-memory layout, copies, fragments and epilogue as the CUDA kernel, so the two
@@ -25,10 +25,7 @@ class SpmmRingPtx : public PtxKernel {
   explicit SpmmRingPtx(const Plan &plan) : PtxKernel(plan) {}
 
   const Chunk &ca = p.lhs[0], &cb = p.rhs[0];
-  const int KS = p.shape.k, V = p.spec.v, STAGES = l.ring_depth, IR = l.index_ring;
-  // Warp groups (split): group g takes the row-block's strides g, g + KG, ... with a ring of its
-  // own, synchronizes with a named barrier of GT threads, and hands its sums to group 0 at the end.
-  const int KG = l.warp_groups, GT = l.threads / l.warp_groups;
+  const int KS = p.shape.k, V = p.spec.v, THREADS = l.threads, STAGES = l.ring_depth, IR = l.index_ring;
   const int pitch = ring_row_pitch(p, cb);                   // a ring row of B: BSn bytes (packed) + 16
   const int nb = slice_row_bytes(p, cb) / 16;                // 16-byte pieces of a gathered B row
   const int abytes = a_stride_bytes(p, ca), na = abytes / 16;  // A's stride, its 16-byte pieces
@@ -36,22 +33,21 @@ class SpmmRingPtx : public PtxKernel {
   const bool nib_a = ca.storage_bits == 4, nib_b = cb.storage_bits == 4;
 
   // Registers every part uses.
-  std::string tid = "tid", wig = "warp", grp, gbar;  // the thread in its group, the warp in its group
-  std::string sb0_all, sb0, sa0, sidx, nstr, bidx, bdst, bsrc, ldbb, adst, asrc, isrc, isrc_t, idst, a_copier, i_copier;
+  std::string sb0, sa0, sidx, nstr, bidx, bdst, bsrc, ldbb, adst, asrc, isrc, isrc_t, idst, a_copier, i_copier;
   std::vector<std::string> acc;  // [tile * 4 + i]
 
   // Stride st into ring slot st % STAGES: its B rows, named by its column indices (index-ring
   // slot st % IR), and A's values. `st` is a register, or the constant `st_const` (>= 0: the
   // prologue's strides, whose offsets fold into the addresses).
   void issue_stride(const std::string &st, int st_const) {
-    const int total = KS * nb, passes = (total + GT - 1) / GT, rows_per = GT / nb;
+    const int total = KS * nb, passes = (total + THREADS - 1) / THREADS, rows_per = THREADS / nb;
     std::string ids = bidx, bslot = bdst, adr = adst, asrc_w = asrc;
     long long ids_off = 0, bslot_off = 0, adr_off = 0, asrc_off = 0;
     if (st_const >= 0) {
       ids_off = (st_const % IR) * KS * 4;
       bslot_off = (st_const % STAGES) * b_stage;
       adr_off = (st_const % STAGES) * abytes;
-      asrc_off = (long long)st_const * KG * abytes;
+      asrc_off = (long long)st_const * abytes;
     } else {
       const std::string slot_w = tmp32("slot_w"), ir = tmp32("ir"), aoff = tmp64("aoff");
       ids = tmp32("ids");
@@ -63,12 +59,12 @@ class SpmmRingPtx : public PtxKernel {
       b.op("mad.lo.u32 " + ids + ", " + ir + ", " + imm(KS * 4) + ", " + bidx, "this thread's first index of the stride");
       b.op("mad.lo.u32 " + bslot + ", " + slot_w + ", " + imm(b_stage) + ", " + bdst, "its first B row in the slot");
       b.op("mad.lo.u32 " + adr + ", " + slot_w + ", " + imm(abytes) + ", " + adst);
-      b.op("mul.wide.s32 " + aoff + ", " + st + ", " + imm(KG * abytes));
+      b.op("mul.wide.s32 " + aoff + ", " + st + ", " + imm(abytes));
       b.op("add.s64 " + asrc_w + ", " + asrc + ", " + aoff);
     }
     for (int gi = 0; gi < passes; ++gi) {
       std::string skip;
-      if (total % GT) {  // the last pass has fewer rows than threads
+      if (total % THREADS) {  // the last pass has fewer rows than threads
         const std::string pr = b.pred("short_row");
         b.op("setp.ge.u32 " + pr + ", bkk, " + imm(KS - gi * rows_per));
         skip = b.label("no_row");
@@ -159,23 +155,11 @@ class SpmmRingPtx : public PtxKernel {
   void body() {
     shared_comment("the ring of gathered B rows (padded by 16 bytes: conflict-free ldmatrix), A's strides and");
     shared_comment("the column indices");
-    const std::string per = KG > 1 ? S(KG) + " groups x " : "";
-    decl_shared("sb0", KG * STAGES * b_stage, per + S(STAGES) + " x " + S(KS) + " rows x " + S(pitch) + " bytes, " + cb.str());
-    decl_shared("sa0", KG * STAGES * abytes, per + S(STAGES) + " x " + S(abytes) + " bytes, " + ca.str() + ", V x KS row-major");
-    decl_shared("sidx", KG * IR * KS * 4, per + S(IR) + " x " + S(KS) + " column indices");
-    if (l.reduction_smem) decl_shared("sred", l.reduction_smem, "group 1's accumulators for group 0");
+    decl_shared("sb0", STAGES * b_stage, S(STAGES) + " x " + S(KS) + " rows x " + S(pitch) + " bytes, " + cb.str());
+    decl_shared("sa0", STAGES * abytes, S(STAGES) + " x " + S(abytes) + " bytes, " + ca.str() + ", V x KS row-major");
+    decl_shared("sidx", IR * KS * 4, S(IR) + " x " + S(KS) + " column indices");
     b.blank();
     thread_coordinates();
-    if (KG > 1) {
-      grp = b.b32("grp");
-      tid = b.b32("gtid");
-      wig = b.b32("wig");
-      gbar = b.b32("gbar");
-      b.op(div_by(grp, "tid", GT), "this thread's warp group");
-      b.op(mod_by(tid, "tid", GT), "and its index there");
-      b.op(mod_by(wig, "warp", GT / 32), "this warp in its group (the groups share columns)");
-      b.op("add.u32 " + gbar + ", " + grp + ", 1", "the group's named barrier");
-    }
     const std::string rp = param64("row_ptr"), ci = param64("col_idx"), a0 = param64("a0"), b0 = param64("b0");
     const std::string M = param32("M"), N = param32("N"), ldb = param32("ldb");
     const std::string cptr = param64("c");
@@ -189,14 +173,6 @@ class SpmmRingPtx : public PtxKernel {
     b.op("sub.s32 " + nstr + ", " + rend + ", " + begin);
     b.op("add.s32 " + nstr + ", " + nstr + ", " + imm(KS - 1));
     b.op("shr.s32 " + nstr + ", " + nstr + ", " + imm(log2i(KS)), "strides, the last one padded");
-    std::string gbegin = begin;  // this group's first slot
-    if (KG > 1) {
-      b.op("sub.s32 " + nstr + ", " + nstr + ", " + grp);
-      b.op("add.s32 " + nstr + ", " + nstr + ", " + imm(KG - 1));
-      b.op(div_by(nstr, nstr, KG), "this group's strides: grp, grp + KG, ...");
-      gbegin = b.b32("gbegin");
-      b.op("mad.lo.u32 " + gbegin + ", " + grp + ", " + imm(KS) + ", " + begin, "this group's first slot");
-    }
     b.comment("---- accumulators: " + S(l.tiles) + " tile(s) of 4 int32 ----");
     for (int t = 0; t < l.tiles; ++t)
       for (int i = 0; i < 4; ++i) {
@@ -205,21 +181,12 @@ class SpmmRingPtx : public PtxKernel {
       }
 
     b.comment("---- this thread's share of every stride's copies (the same pieces each stride) ----");
-    sb0 = sb0_all = shared_addr("sb0");
+    sb0 = shared_addr("sb0");
     sa0 = shared_addr("sa0");
     sidx = shared_addr("sidx");
-    if (KG > 1) {  // this group's rings
-      sb0 = b.b32("sb0_g");
-      const std::string sa0g = b.b32("sa0_g"), sidxg = b.b32("sidx_g");
-      b.op("mad.lo.u32 " + sb0 + ", " + grp + ", " + imm(STAGES * b_stage) + ", " + sb0_all);
-      b.op("mad.lo.u32 " + sa0g + ", " + grp + ", " + imm(STAGES * abytes) + ", " + sa0);
-      b.op("mad.lo.u32 " + sidxg + ", " + grp + ", " + imm(IR * KS * 4) + ", " + sidx);
-      sa0 = sa0g;
-      sidx = sidxg;
-    }
     const std::string bkk = b.b32("bkk"), piece = tmp32("piece");
-    b.op(div_by(bkk, tid, nb), "first B row this thread copies (+ " + S(GT / nb) + " a pass)");
-    b.op(mod_by(piece, tid, nb), "and its 16-byte piece of the row");
+    b.op(div_by(bkk, "tid", nb), "first B row this thread copies (+ " + S(THREADS / nb) + " a pass)");
+    b.op(mod_by(piece, "tid", nb), "and its 16-byte piece of the row");
     b.op("shl.b32 " + piece + ", " + piece + ", 4");
     bidx = b.b32("bidx");
     b.op("mad.lo.u32 " + bidx + ", " + bkk + ", 4, " + sidx, "its row's column index in index-ring slot 0");
@@ -237,66 +204,57 @@ class SpmmRingPtx : public PtxKernel {
     if (nib_b) b.op("shr.u32 " + ldbb + ", " + ldb + ", 1", "B row pitch in bytes");
     else b.op("mov.u32 " + ldbb + ", " + ldb, "B row pitch in bytes");
     a_copier = b.pred("a_copier");
-    b.op("setp.lt.u32 " + a_copier + ", " + tid + ", " + imm(na), "threads that copy A's stride");
+    b.op("setp.lt.u32 " + a_copier + ", tid, " + imm(na), "threads that copy A's stride");
     adst = b.b32("adst");
-    b.op(mod_by(adst, tid, na));
+    b.op(mod_by(adst, "tid", na));
     b.op("mad.lo.u32 " + adst + ", " + adst + ", 16, " + sa0);
     asrc = b.b64("asrc");
-    b.op("mul.wide.s32 " + asrc + ", " + gbegin + ", " + imm(V * ca.storage_bits / 8), "A's first stride");
+    b.op("mul.wide.s32 " + asrc + ", " + begin + ", " + imm(V * ca.storage_bits / 8), "A's first stride");
     b.op("add.s64 " + asrc + ", " + a0 + ", " + asrc);
-    b.op("mul.wide.u32 " + t64 + ", " + tid + ", 16");
+    b.op("mul.wide.u32 " + t64 + ", tid, 16");
     b.op("add.s64 " + asrc + ", " + asrc + ", " + t64);
     i_copier = b.pred("i_copier");
-    b.op("setp.lt.u32 " + i_copier + ", " + tid + ", " + imm(KS / 4), "threads that copy a stride's indices");
+    b.op("setp.lt.u32 " + i_copier + ", tid, " + imm(KS / 4), "threads that copy a stride's indices");
     isrc = b.b64("isrc");
-    b.op("mul.wide.s32 " + isrc + ", " + gbegin + ", 4");
+    b.op("mul.wide.s32 " + isrc + ", " + begin + ", 4");
     b.op("add.s64 " + isrc + ", " + ci + ", " + isrc, "the row-block's first index");
     isrc_t = b.b64("isrc_t");
-    b.op("mul.wide.u32 " + t64 + ", " + tid + ", 16");
+    b.op("mul.wide.u32 " + t64 + ", tid, 16");
     b.op("add.s64 " + isrc_t + ", " + isrc + ", " + t64, "this thread's piece of a stride's indices");
     idst = b.b32("idst");
-    b.op("mad.lo.u32 " + idst + ", " + tid + ", 16, " + sidx, "(threads below KS / 4)");
+    b.op("mad.lo.u32 " + idst + ", tid, 16, " + sidx, "(threads below KS / 4)");
     // Fragment addresses in ring slot 0: A's row gid, k 4 tig (4-bit: half the bytes); B's row lane at the warp's columns.
     const std::string afrag = b.b32("afrag0"), bfrag = b.b32("bfrag0");
     b.op("mad.lo.u32 " + afrag + ", gid, " + imm(KS * ca.storage_bits / 8) + ", " + sa0);
     b.op("mad.lo.u32 " + afrag + ", tig, " + imm(4 * ca.storage_bits / 8) + ", " + afrag, "A: row gid, k 4 tig");
     b.op("mad.lo.u32 " + bfrag + ", lane, " + imm(pitch) + ", " + sb0);
-    b.op("mad.lo.u32 " + bfrag + ", " + wig + ", " + imm(l.warp_cols * cb.storage_bits / 8) + ", " + bfrag,
+    b.op("mad.lo.u32 " + bfrag + ", warp, " + imm(l.warp_cols * cb.storage_bits / 8) + ", " + bfrag,
          "B: row lane, the warp's first column");
 
     b.comment("---- prologue: indices of strides 0 .. 2*(STAGES-1)-1, then strides 0 .. STAGES-2 ----");
     {
-      // Index-ring slot s of the group's stride s (2 (STAGES - 1) <= IR): piece i of them is 16 bytes
-      // at i * 16 in the ring, from the group's stride i / 8 (KG strides apart in col_idx).
+      // Index-ring slot s of stride s (2 (STAGES - 1) <= IR): piece i of them is 16 bytes at i * 16.
       const std::string lim = b.b32("idx_pieces"), i = b.b32("i"), done = b.label("indices_issued"),
                         loop = b.label("indices");
       b.op("min.s32 " + lim + ", " + nstr + ", " + imm(2 * (STAGES - 1)));
       b.op("shl.b32 " + lim + ", " + lim + ", " + imm(log2i(KS / 4)), "16-byte pieces");
-      b.op("mov.u32 " + i + ", " + tid);
+      b.op("mov.u32 " + i + ", tid");
       b.place(loop);
       const std::string pdone = b.pred("idx_done");
       b.op("setp.ge.s32 " + pdone + ", " + i + ", " + lim);
       b.guarded("@" + pdone, "bra " + done);
       const std::string d = tmp32("d"), o = tmp64("o");
       b.op("mad.lo.u32 " + d + ", " + i + ", 16, " + sidx);
-      if (KG == 1) {
-        b.op("mul.wide.u32 " + o + ", " + i + ", 16");
-      } else {
-        const std::string sq = tmp32("sq"), pq = tmp32("pq");
-        b.op("shr.u32 " + sq + ", " + i + ", " + imm(log2i(KS / 4)));
-        b.op("and.b32 " + pq + ", " + i + ", " + imm(KS / 4 - 1));
-        b.op("mul.wide.u32 " + o + ", " + sq + ", " + imm(KG * KS * 4));
-        b.op("mad.wide.u32 " + o + ", " + pq + ", 16, " + o);
-      }
+      b.op("mul.wide.u32 " + o + ", " + i + ", 16");
       b.op("add.s64 " + o + ", " + isrc + ", " + o);
       b.op("cp.async.ca.shared.global [" + d + "], [" + o + "], 16");
-      b.op("add.u32 " + i + ", " + i + ", " + imm(GT));
+      b.op("add.u32 " + i + ", " + i + ", " + imm(THREADS));
       b.op("bra " + loop);
       b.place(done);
     }
     b.op("cp.async.commit_group");
     b.op("cp.async.wait_group 0");
-    group_sync();
+    b.op("bar.sync 0");
     for (int st = 0; st < STAGES - 1; ++st) {
       const std::string skip = b.label("fill_" + S(st) + "_done"), pr = b.pred("fill");
       b.op("setp.le.s32 " + pr + ", " + nstr + ", " + imm(st), "stride " + S(st) + " into ring slot " + S(st));
@@ -316,7 +274,7 @@ class SpmmRingPtx : public PtxKernel {
     }
     b.place(loop);
     b.op("cp.async.wait_group " + imm(STAGES - 2), "stride it and its +STAGES-1 indices landed");
-    group_sync();
+    b.op("bar.sync 0");
     {
       const std::string st = b.b32("st_in"), pst = b.pred("refill"), skip = b.label("refilled");
       b.op("add.s32 " + st + ", " + it + ", " + imm(STAGES - 1));
@@ -331,7 +289,7 @@ class SpmmRingPtx : public PtxKernel {
       const std::string d = tmp32("d"), o = tmp64("o");
       b.op(mod_by(d, sx, IR));
       b.op("mad.lo.u32 " + d + ", " + d + ", " + imm(KS * 4) + ", " + idst);
-      b.op("mul.wide.s32 " + o + ", " + sx + ", " + imm(KG * KS * 4));
+      b.op("mul.wide.s32 " + o + ", " + sx + ", " + imm(KS * 4));
       b.op("add.s64 " + o + ", " + isrc_t + ", " + o);
       b.guarded("@" + psx, "cp.async.ca.shared.global [" + d + "], [" + o + "], 16");
       b.op("cp.async.commit_group");
@@ -349,40 +307,7 @@ class SpmmRingPtx : public PtxKernel {
     }
     b.place(end);
     b.op("cp.async.wait_group 0");
-    const std::string exit = b.label("exit");
-    group_sum(exit);
     epilogue(cptr, M, N);
-    if (KG > 1) b.place(exit);  // group 1 leaves after handing over its sums
-  }
-
-  // A barrier of this thread's warp group (the whole block when there is one group).
-  void group_sync() {
-    if (KG == 1) b.op("bar.sync 0");
-    else b.op("bar.sync " + gbar + ", " + imm(GT), "this warp group");
-  }
-
-  // With KG = 2 warp groups: group 1 hands its accumulators to group 0 through shared memory
-  // (the first rhs plane's ring, free once both groups are done, or a buffer of its own) and leaves.
-  void group_sum(const std::string &exit) {
-    if (KG == 1) return;
-    if (KG != 2) error("split " + S(KG) + ": the PTX ring kernel sums two warp groups");
-    b.comment("---- the warp groups' sums: group 1's accumulators into group 0's ----");
-    b.op("bar.sync 0", "both groups are done with their rings");
-    std::string red = sb0_all;
-    if (l.reduction_smem) red = shared_addr("sred");
-    const std::string slot = b.b32("red"), one = b.pred("grp1"), notzero = b.pred("not_grp0");
-    b.op("mad.lo.u32 " + slot + ", " + tid + ", 4, " + red, "[accumulator][register][tid]");
-    b.op("setp.eq.u32 " + one + ", " + grp + ", 1");
-    for (size_t a = 0; a < acc.size(); ++a)
-      b.guarded("@" + one, "st.shared.u32 " + at(slot, (long long)a * GT * 4) + ", " + acc[a]);
-    b.op("bar.sync 0");
-    b.op("setp.ne.u32 " + notzero + ", " + grp + ", 0");
-    b.guarded("@" + notzero, "bra " + exit);
-    for (size_t a = 0; a < acc.size(); ++a) {
-      const std::string x = tmp32("part");
-      b.op("ld.shared.u32 " + x + ", " + at(slot, (long long)a * GT * 4));
-      b.op("add.s32 " + acc[a] + ", " + acc[a] + ", " + x);
-    }
   }
 
   // Shift each accumulator back by the plan's nibble prescale and write the V rows: registers i
@@ -426,7 +351,7 @@ class SpmmRingPtx : public PtxKernel {
       const std::string col = tmp32("col");
       const long long off = nib_b ? 32 * (t / 2) + 2 * (t % 2) : 16 * t;
       b.op("mad.lo.u32 " + col + ", gid, " + imm(nib_b ? 4 : 2) + ", n_base");
-      b.op("mad.lo.u32 " + col + ", " + wig + ", " + imm(l.warp_cols) + ", " + col);
+      b.op("mad.lo.u32 " + col + ", warp, " + imm(l.warp_cols) + ", " + col);
       if (off) b.op("add.u32 " + col + ", " + col + ", " + imm(off), "tile " + S(t));
       const std::string c0 = b.pred("c0"), c1 = b.pred("c1");
       b.op("setp.lt.s32 " + c0 + ", " + col + ", " + N);

@@ -283,7 +283,7 @@ bool ptx_emission_enabled() {
 
 bool ptx_emittable(const Plan &p, const Launch &l) {
   if (l.family == KernelFamily::SpmmRing) {
-    if (l.warp_groups > 2 || l.ring_depth < 2) return false;
+    if (l.warp_groups != 1 || l.ring_depth < 2) return false;
   } else if (l.family == KernelFamily::SddmmFast) {
     if (l.ring_depth != 2) return false;  // the next k-block's loads in flight
   } else {

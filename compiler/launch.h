@@ -99,7 +99,7 @@ struct Launch {
 // width the kernel cannot gather.
 std::string plan_launch(Plan &plan);
 
-// Whether codegen writes this plan's kernel as PTX: spmm-ring with one or two warp groups and a ring,
+// Whether codegen writes this plan's kernel as PTX: spmm-ring with one warp group and a ring,
 // sddmm-fast; one lhs and one rhs chunk of 8 bits (or 4 bits widened as value << 4), V = 8,
 // integer output. MAGICUBE_PTX=0 in the environment (read once) keeps every kernel CUDA.
 bool ptx_emittable(const Plan &plan, const Launch &launch);

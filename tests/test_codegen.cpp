@@ -259,13 +259,15 @@ TEST(CodegenPtx, TheCommonRingAndSddmmPlansAreWrittenInPtx) {
 
 TEST(CodegenPtx, OtherPlansStayCuda) {
   OpSpec f16 = spmm({8, true}, {8, true}, 8, 90, true, OutType::F16);  // float epilogue
+  OpSpec split = spmm({8, true}, {8, true}, 8, 90);
+  split.split = 2;
   OpSpec wide = spmm({12, true}, {4, true}, 8, 90);  // two lhs chunks
   OpSpec v4 = spmm({8, true}, {8, true}, 4, 90);     // stacked slots
   OpSpec nopf = spmm({8, true}, {8, true}, 8, 90, false);
   OpSpec dec = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
   dec.decode = true;
   dec.resident = true;
-  for (const OpSpec &s : {f16, wide, v4, nopf, dec}) {
+  for (const OpSpec &s : {f16, split, wide, v4, nopf, dec}) {
     auto p = plan(s);
     ASSERT_TRUE(bool(p)) << to_string(s) << ": " << llvm::toString(p.takeError());
     EXPECT_EQ(p->launch.language, KernelLanguage::Cuda) << to_string(s);
@@ -306,15 +308,9 @@ TEST(CodegenPtx, EveryPtxPlanCompilesForSm80AndSm90) {
       OpSpec s = spmm({8, true}, {8, true}, 8, arch, true, OutType::Int32, 256);
       s.stages = st;
       check(s);
-      s.split = 2;  // two warp groups
-      check(s);
-      OpSpec n = spmm({4, false}, {4, true}, 8, arch, true, OutType::Int64, 128);
-      n.stages = st;
-      n.split = 2;
-      check(n);
     }
   }
-  EXPECT_GE(compiled, 50) << "the PTX plans the grid reaches";
+  EXPECT_GE(compiled, 40) << "the PTX plans the grid reaches";
 }
 
 // A PTX error names the file and carries ptxas's log.
