@@ -478,7 +478,7 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
     fast_index().put(ctx.get(), fp, *arch, hit);
     return std::shared_ptr<const Kernel>(hit);
   }
-  // The source is generated only when NVRTC must compile it: a cubin from memory, an AOT
+  // The source is generated only when it must be compiled: a cubin from memory, an AOT
   // bundle or the disk needs just the kernel's name (codegen costs about 0.8 ms).
   std::optional<KernelSource> generated;
   const std::string name = plan.kernel_name();
@@ -490,7 +490,7 @@ llvm::Expected<std::shared_ptr<const Kernel>> Kernel::get(const Context &ctx, co
         generated = std::move(*src);
         return generated->source;
       },
-      name + (plan.launch.language == KernelLanguage::Ptx ? ".ptx" : ".cu"), kernel_nvrtc_options(plan),
+      KernelSource{name, std::string(), plan.launch.language}.file_name(), kernel_nvrtc_options(plan),
       source_kind(plan));
   if (!cubin) return cubin.takeError();
   auto module = Module::load(*cubin);
