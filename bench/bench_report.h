@@ -280,6 +280,7 @@ struct JitCosts {
   double codegen_ms = kNaN;                 // plan -> CUDA source
   double nvrtc_first_ms = kNaN;             // first NVRTC compile in the process (start-up included)
   double nvrtc_again_ms = kNaN;             // the same source again, right after (NVRTC may cache it)
+  double ptx_first_ms = kNaN;               // first PTX compile (nvJitLink) in the process, start-up included
   double cold_ms = kNaN;                    // median over the variants' cold-compile medians
   // Per variant (SpMM and SDDMM, L8-R8 and L4-R4, V=8): the median of a few cold compiles of
   // the kernel the library runs (PTX through nvJitLink, or CUDA through NVRTC), labelled with its language.
