@@ -33,7 +33,7 @@ class SddmmFastPtx : public PtxKernel {
   struct Row {
     const Chunk *c;
     std::string ptr;               // its address at k-block 0
-    std::vector<std::string> w;    // the words of the block in flight, load-major
+    std::vector<std::string> w[2];  // two register sets of a block's words, load-major: one computed, one in flight
   };
   Row a_row;
   std::vector<Row> b_rows;  // [tile * 2 + h]
@@ -62,8 +62,8 @@ class SddmmFastPtx : public PtxKernel {
   // Word w of a row's block (gen_sddmm_fast.cpp's order): 8-bit, k 4w..4w+3 (with 4-bit
   // planes in the plan, the even and odd bytes of a pair of words, to match their order);
   // 4-bit, the even (w even) or odd nibbles of one 32-bit word, as bytes << 4.
-  std::string word(const Row &r, int w) {
-    const std::vector<std::string> &x = r.w;
+  std::string word(const Row &r, int set, int w) {
+    const std::vector<std::string> &x = r.w[set];
     const std::string out = tmp32("wd");
     if (r.c->storage_bits == 8) {
       const int base = (w / 4) * 4, ww = w % 4;
@@ -82,14 +82,15 @@ class SddmmFastPtx : public PtxKernel {
     return out;
   }
 
-  void block_mmas() {
+  void block_mmas(int set) {
     const MmaAtom *atom = find_mma_atom(p.shape, 8, cb.is_signed, p.groups[0].is_signed);
     for (int h = 0; h < 2 * SL; ++h) {
       b.comment("k-step " + S(h) + " of the block: words " + S(2 * h) + " and " + S(2 * h + 1));
-      const std::string lb0 = word(a_row, 2 * h), lb1 = word(a_row, 2 * h + 1);
+      const std::string lb0 = word(a_row, set, 2 * h), lb1 = word(a_row, set, 2 * h + 1);
       for (int t = 0; t < l.tiles; ++t) {
         const Row &r0 = b_rows[2 * t], &r1 = b_rows[2 * t + 1];
-        const std::string ra[4] = {word(r0, 2 * h), word(r1, 2 * h), word(r0, 2 * h + 1), word(r1, 2 * h + 1)};
+        const std::string ra[4] = {word(r0, set, 2 * h), word(r1, set, 2 * h), word(r0, set, 2 * h + 1),
+                                   word(r1, set, 2 * h + 1)};
         const std::string d = acc[4 * t] + ", " + acc[4 * t + 1] + ", " + acc[4 * t + 2] + ", " + acc[4 * t + 3];
         b.op(std::string(atom->ptx) + " {" + d + "}, {" + ra[0] + ", " + ra[1] + ", " + ra[2] + ", " + ra[3] + "}, {" +
              lb0 + ", " + lb1 + "}, {" + d + "}");
@@ -161,13 +162,14 @@ class SddmmFastPtx : public PtxKernel {
         b.op("mov.b32 " + acc.back() + ", 0");
       }
 
-    b.comment("---- k-blocks: the next block's loads are in flight while this block's mmas run ----");
-    a_row.w = fresh_words(ca, "ca");
-    load(a_row, "", a_row.w);
-    for (Row &r : b_rows) {
-      r.w = fresh_words(cb, "cb");
-      load(r, "", r.w);
+    b.comment("---- k-blocks: the next block's loads are in flight while this block's mmas run; two blocks a turn,");
+    b.comment("     alternating between two register sets (no copies) ----");
+    for (int set = 0; set < 2; ++set) {
+      a_row.w[set] = fresh_words(ca, set ? "na" : "ca");
+      for (Row &r : b_rows) r.w[set] = fresh_words(cb, set ? "nb" : "cb");
     }
+    load(a_row, "", a_row.w[0]);
+    for (Row &r : b_rows) load(r, "", r.w[0]);
     const std::string kb = b.b32("kb"), loop = b.label("kblock"), done = b.label("kblocks_done");
     b.op("mov.u32 " + kb + ", 0");
     {
@@ -176,7 +178,8 @@ class SddmmFastPtx : public PtxKernel {
       b.guarded("@" + empty, "bra " + done);
     }
     b.place(loop);
-    {
+    // One k-block from register set `set`, with the next block's loads into the other set.
+    auto block = [&](int set) {
       const std::string kn = tmp32("kn"), last = b.pred("last");
       b.op("add.s32 " + kn + ", " + kb + ", " + imm(KB));
       b.op("setp.ge.s32 " + last + ", " + kn + ", " + K);
@@ -192,25 +195,19 @@ class SddmmFastPtx : public PtxKernel {
         }
         return o;
       };
-      const std::vector<std::string> na = fresh_words(ca, "na");
-      load(a_row, offset(ca), na);
-      std::vector<std::vector<std::string>> nb;
+      load(a_row, offset(ca), a_row.w[1 - set]);
       const std::string ob = offset(cb);
-      for (Row &r : b_rows) {
-        nb.push_back(fresh_words(cb, "nb"));
-        load(r, ob, nb.back());
-      }
-      block_mmas();
-      for (size_t i = 0; i < na.size(); ++i) b.op("mov.b32 " + a_row.w[i] + ", " + na[i]);
-      for (size_t r = 0; r < b_rows.size(); ++r)
-        for (size_t i = 0; i < nb[r].size(); ++i) b.op("mov.b32 " + b_rows[r].w[i] + ", " + nb[r][i]);
-    }
-    {
+      for (Row &r : b_rows) load(r, ob, r.w[1 - set]);
+      block_mmas(set);
       const std::string more = b.pred("more");
       b.op("add.s32 " + kb + ", " + kb + ", " + imm(KB));
       b.op("setp.lt.s32 " + more + ", " + kb + ", " + K);
-      b.guarded("@" + more, "bra " + loop);
-    }
+      return more;
+    };
+    const std::string more0 = block(0);
+    b.guarded("@!" + more0, "bra " + done);
+    const std::string more1 = block(1);
+    b.guarded("@" + more1, "bra " + loop);
     b.place(done);
     epilogue(cptr, bcrs, M, os, begin, qend);
     b.place(exit);
