@@ -24,7 +24,6 @@ class SddmmFastPtx : public PtxKernel {
   const Chunk &ca = p.lhs[0], &cb = p.rhs[0];
   const int V = p.spec.v, SL = cb.storage_bits == 4 ? 2 : 1, KB = 64 * SL;
   std::vector<std::string> acc;  // [tile * 4 + i]
-  std::string has_bcrs, bbase;   // BCRS output (bcrs_ptr not null), and bcrs_ptr[blk]
 
   // 16-byte loads per row and k-block (8 bytes when one 4-bit row needs less), and their words.
   int loads(const Chunk &c) const { return std::max(1, SL * c.storage_bits / 8); }
@@ -111,18 +110,6 @@ class SddmmFastPtx : public PtxKernel {
     b.op("add.s64 " + rpa + ", " + rp + ", " + rpa);
     b.op("ld.global.nc.u32 " + begin + ", [" + rpa + "]", "the row-block's first slot");
     b.op("ld.global.nc.u32 " + qend + ", [" + rpa + "+4]", "and the end of its vectors");
-    // BCRS output: the row-block's first output vector, loaded now so that its latency is not the
-    // epilogue's (the loads above and this one are the kernel's first round trip).
-    has_bcrs = b.pred("bcrs");
-    bbase = b.b64("bcrs_base");
-    {
-      const std::string a = tmp64("ba");
-      b.op("setp.ne.u64 " + has_bcrs + ", " + bcrs + ", 0", "BCRS output");
-      b.op("mov.u64 " + bbase + ", 0");
-      b.op("mul.wide.u32 " + a + ", blk, 8");
-      b.op("add.s64 " + a + ", " + bcrs + ", " + a);
-      b.guarded("@" + has_bcrs, "ld.global.nc.u64 " + bbase + ", [" + a + "]");
-    }
     {
       const std::string first = tmp32("first"), none = b.pred("none");
       b.op("add.s32 " + first + ", " + begin + ", n_base");
@@ -222,17 +209,26 @@ class SddmmFastPtx : public PtxKernel {
     const std::string more1 = block(1);
     b.guarded("@" + more1, "bra " + loop);
     b.place(done);
-    epilogue(cptr, M, os, begin, qend);
+    epilogue(cptr, bcrs, M, os, begin, qend);
     b.place(exit);
   }
 
   // Each vector's V values in the mask's order: SR-BCRS (stride out_stride) or BCRS (bcrs_ptr).
-  void epilogue(const std::string &cptr, const std::string &M, const std::string &os, const std::string &begin,
-                const std::string &qend) {
+  void epilogue(const std::string &cptr, const std::string &bcrs, const std::string &M, const std::string &os,
+                const std::string &begin, const std::string &qend) {
     const bool i64 = p.spec.out == OutType::Int64;
     const int pre = p.term_prescale(p.terms[0]), es = i64 ? 8 : 4;
     b.comment(std::string("---- epilogue: ") + (pre ? "shift back by the nibble prescale, " : "") +
               "write each vector's V values (" + (i64 ? "int64" : "int32") + ") ----");
+    const std::string has_bcrs = b.pred("bcrs"), bbase = b.b64("bcrs_base");
+    {
+      const std::string a = tmp64("ba");
+      b.op("setp.ne.u64 " + has_bcrs + ", " + bcrs + ", 0", "BCRS output");
+      b.op("mov.u64 " + bbase + ", 0");
+      b.op("mul.wide.u32 " + a + ", blk, 8");
+      b.op("add.s64 " + a + ", " + bcrs + ", " + a);
+      b.guarded("@" + has_bcrs, "ld.global.nc.u64 " + bbase + ", [" + a + "]");
+    }
     std::string rowok[2];
     for (int i = 0; i < 2; ++i) {
       const std::string row = tmp32("row");
