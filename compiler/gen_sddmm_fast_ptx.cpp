@@ -220,15 +220,6 @@ class SddmmFastPtx : public PtxKernel {
     const int pre = p.term_prescale(p.terms[0]), es = i64 ? 8 : 4;
     b.comment(std::string("---- epilogue: ") + (pre ? "shift back by the nibble prescale, " : "") +
               "write each vector's V values (" + (i64 ? "int64" : "int32") + ") ----");
-    const std::string has_bcrs = b.pred("bcrs"), bbase = b.b64("bcrs_base");
-    {
-      const std::string a = tmp64("ba");
-      b.op("setp.ne.u64 " + has_bcrs + ", " + bcrs + ", 0", "BCRS output");
-      b.op("mov.u64 " + bbase + ", 0");
-      b.op("mul.wide.u32 " + a + ", blk, 8");
-      b.op("add.s64 " + a + ", " + bcrs + ", " + a);
-      b.guarded("@" + has_bcrs, "ld.global.nc.u64 " + bbase + ", [" + a + "]");
-    }
     std::string rowok[2];
     for (int i = 0; i < 2; ++i) {
       const std::string row = tmp32("row");
@@ -238,60 +229,93 @@ class SddmmFastPtx : public PtxKernel {
       if (i) b.op("add.u32 " + row + ", " + row + ", 1");
       b.op("setp.lt.s32 " + rowok[i] + ", " + row + ", " + M, "row blk V + 2 tig + " + S(i));
     }
+    // Per tile and half (registers 2h, 2h + 1: vector q, rows 2 tig and 2 tig + 1): q, whether it
+    // is in the list, and the two values.
+    struct Vec {
+      std::string q, inq, v[2];
+    };
+    std::vector<Vec> vecs;
     for (int t = 0; t < l.tiles; ++t)
-      for (int h = 0; h < 2; ++h) {  // registers 2h, 2h + 1: vector q, rows 2 tig and 2 tig + 1
-        const std::string q = tmp32("q"), inq = b.pred("q_ok");
-        b.op("add.s32 " + q + ", " + begin + ", n_base");
-        b.op("mad.lo.u32 " + q + ", warp, " + imm(l.warp_cols) + ", " + q);
-        b.op("add.s32 " + q + ", " + q + ", gid");
-        if (16 * t + 8 * h) b.op("add.s32 " + q + ", " + q + ", " + imm(16 * t + 8 * h), "tile " + S(t));
-        b.op("setp.lt.s32 " + inq + ", " + q + ", " + qend, "the vector's slot is in the list");
-        // SR-BCRS: (q / os) os V + vidx os + q % os; BCRS: (bcrs_ptr[blk] + q - begin) V + vidx.
-        const std::string qd = tmp32("qd"), qr = tmp32("qr"), sr = tmp64("sr"), bc = tmp64("bc"), t64 = tmp64("t");
-        b.op("div.u32 " + qd + ", " + q + ", " + os);
-        b.op("mul.lo.u32 " + qd + ", " + qd + ", " + os);
-        b.op("sub.u32 " + qr + ", " + q + ", " + qd, "q % out_stride");
-        b.op("mul.wide.u32 " + sr + ", " + qd + ", " + imm(V));
-        b.op("cvt.u64.u32 " + t64 + ", " + qr);
-        b.op("add.s64 " + sr + ", " + sr + ", " + t64);
-        const std::string qb = tmp32("qb");
-        b.op("sub.s32 " + qb + ", " + q + ", " + begin);
+      for (int h = 0; h < 2; ++h) {
+        Vec x;
+        x.q = tmp32("q");
+        x.inq = b.pred("q_ok");
+        b.op("add.s32 " + x.q + ", " + begin + ", n_base");
+        b.op("mad.lo.u32 " + x.q + ", warp, " + imm(l.warp_cols) + ", " + x.q);
+        b.op("add.s32 " + x.q + ", " + x.q + ", gid");
+        if (16 * t + 8 * h) b.op("add.s32 " + x.q + ", " + x.q + ", " + imm(16 * t + 8 * h), "tile " + S(t));
+        b.op("setp.lt.s32 " + x.inq + ", " + x.q + ", " + qend, "the vector's slot is in the list");
+        for (int i = 0; i < 2; ++i) {
+          x.v[i] = acc[4 * t + 2 * h + i];
+          if (pre) {
+            const std::string sh = tmp32("sh");
+            b.op("shr.s32 " + sh + ", " + x.v[i] + ", " + imm(pre));
+            x.v[i] = sh;
+          }
+          if (i64) {
+            const std::string w = tmp64("tot");
+            b.op("cvt.s64.s32 " + w + ", " + x.v[i]);
+            x.v[i] = w;
+          }
+        }
+        vecs.push_back(x);
+      }
+    // The element index `idx` (64-bit, in elements) stored to when in the list and in M.
+    auto store = [&](const Vec &x, int i, const std::string &idx) {
+      const std::string where = tmp64("where"), ok = b.pred("store");
+      b.op("shl.b64 " + where + ", " + idx + ", " + imm(log2i(es)));
+      b.op("add.s64 " + where + ", " + cptr + ", " + where);
+      b.op("and.pred " + ok + ", " + x.inq + ", " + rowok[i]);
+      b.guarded("@" + ok, std::string("st.global.") + (i64 ? "u64" : "u32") + " [" + where + "], " + x.v[i]);
+    };
+    // The output layout is the caller's (bcrs_ptr null or not): one branch, each path computing
+    // only its own index.
+    const std::string has_bcrs = b.pred("bcrs"), srbcrs = b.label("srbcrs_output"), stored = b.label("stored");
+    b.op("setp.eq.u64 " + has_bcrs + ", " + bcrs + ", 0");
+    b.guarded("@" + has_bcrs, "bra " + srbcrs);
+    {
+      b.comment("BCRS: (bcrs_ptr[blk] + q - begin) V + vidx");
+      const std::string a = tmp64("ba"), bbase = b.b64("bcrs_base");
+      b.op("mul.wide.u32 " + a + ", blk, 8");
+      b.op("add.s64 " + a + ", " + bcrs + ", " + a);
+      b.op("ld.global.nc.u64 " + bbase + ", [" + a + "]");
+      for (const Vec &x : vecs) {
+        const std::string qb = tmp32("qb"), bc = tmp64("bc");
+        b.op("sub.s32 " + qb + ", " + x.q + ", " + begin);
         b.op("cvt.s64.s32 " + bc + ", " + qb);
         b.op("add.s64 " + bc + ", " + bc + ", " + bbase);
         b.op("mul.lo.s64 " + bc + ", " + bc + ", " + imm(V));
         for (int i = 0; i < 2; ++i) {
-          const int reg = 2 * h + i;
-          const std::string where = tmp64("where"), vo = tmp32("vo"), vo64 = tmp64("vo64"), ok = b.pred("store");
-          b.op("mad.lo.u32 " + vo + ", tig, 2, " + imm(i));
-          b.op("mul.lo.u32 " + vo + ", " + vo + ", " + os);
-          b.op("cvt.u64.u32 " + vo64 + ", " + vo);
-          b.op("add.s64 " + where + ", " + sr + ", " + vo64, "SR-BCRS");
-          if (i) {
-            const std::string one = tmp64("bc1");
-            b.op("add.s64 " + one + ", " + bc + ", 1");
-            b.op("mad.wide.u32 " + t64 + ", tig, 2, " + one);
-          } else {
-            b.op("mad.wide.u32 " + t64 + ", tig, 2, " + bc);
-          }
-          b.op("selp.b64 " + where + ", " + t64 + ", " + where + ", " + has_bcrs, "BCRS");
-          b.op("shl.b64 " + where + ", " + where + ", " + imm(log2i(es)));
-          b.op("add.s64 " + where + ", " + cptr + ", " + where);
-          b.op("and.pred " + ok + ", " + inq + ", " + rowok[i]);
-          std::string v = acc[4 * t + reg];
-          if (pre) {
-            const std::string s = tmp32("sh");
-            b.op("shr.s32 " + s + ", " + v + ", " + imm(pre));
-            v = s;
-          }
-          if (i64) {
-            const std::string w = tmp64("tot");
-            b.op("cvt.s64.s32 " + w + ", " + v);
-            b.guarded("@" + ok, "st.global.u64 [" + where + "], " + w);
-          } else {
-            b.guarded("@" + ok, "st.global.u32 [" + where + "], " + v);
-          }
+          const std::string idx = tmp64("idx");
+          b.op("mad.wide.u32 " + idx + ", tig, 2, " + bc);
+          if (i) b.op("add.s64 " + idx + ", " + idx + ", 1");
+          store(x, i, idx);
         }
       }
+      b.op("bra " + stored);
+    }
+    b.place(srbcrs);
+    {
+      b.comment("SR-BCRS: (q / out_stride) out_stride V + vidx out_stride + q % out_stride");
+      for (const Vec &x : vecs) {
+        const std::string qd = tmp32("qd"), qr = tmp32("qr"), sr = tmp64("sr"), t64 = tmp64("t");
+        b.op("div.u32 " + qd + ", " + x.q + ", " + os);
+        b.op("mul.lo.u32 " + qd + ", " + qd + ", " + os);
+        b.op("sub.u32 " + qr + ", " + x.q + ", " + qd, "q % out_stride");
+        b.op("mul.wide.u32 " + sr + ", " + qd + ", " + imm(V));
+        b.op("cvt.u64.u32 " + t64 + ", " + qr);
+        b.op("add.s64 " + sr + ", " + sr + ", " + t64);
+        for (int i = 0; i < 2; ++i) {
+          const std::string vo = tmp32("vo"), idx = tmp64("idx");
+          b.op("mad.lo.u32 " + vo + ", tig, 2, " + imm(i));
+          b.op("mul.lo.u32 " + vo + ", " + vo + ", " + os);
+          b.op("cvt.u64.u32 " + t64 + ", " + vo);
+          b.op("add.s64 " + idx + ", " + sr + ", " + t64);
+          store(x, i, idx);
+        }
+      }
+    }
+    b.place(stored);
   }
 };
 
