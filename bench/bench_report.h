@@ -280,6 +280,7 @@ struct JitCosts {
   double codegen_ms = kNaN;                 // plan -> CUDA source
   double nvrtc_first_ms = kNaN;             // first NVRTC compile in the process (start-up included)
   double nvrtc_again_ms = kNaN;             // the same source again, right after (NVRTC may cache it)
+  double nvrtc_second_ms = kNaN;            // the same kernel under a new name: cold, after start-up
   double ptx_first_ms = kNaN;               // first PTX compile (nvJitLink) in the process, start-up included
   double cold_ms = kNaN;                    // median over the variants' cold-compile medians
   // Per variant (SpMM and SDDMM, L8-R8 and L4-R4, V=8): the median of a few cold compiles of
