@@ -1147,12 +1147,6 @@ void Suite::llm() {
 
 // ---- JIT costs ------------------------------------------------------------------------------
 
-std::string joined(const std::vector<std::string> &opts) {
-  std::string s;
-  for (const std::string &o : opts) s += o + " ";
-  return s;
-}
-
 // `src`'s source with its kernel renamed name + suffix (every occurrence of the name): the same
 // code under a symbol never compiled before.
 std::string renamed_source(const KernelSource &src, const std::string &suffix) {
@@ -1358,7 +1352,7 @@ void Suite::jit_compile_costs() {
     j.notes.push_back("disk-cache hit: not measured (MAGICUBE_CACHE=0 disables the disk cache)");
     return;
   }
-  CacheKey key = make_cache_key(kGeneratorVersion, canonical_plan(*pa), joined(opts), *arch, toolchain_version());
+  CacheKey key = kernel_cache_key(*pa, *arch);
   if (auto e = disk->store(key, *cubin)) return note("disk cache store", std::move(e));
   std::vector<double> reads, loads, totals;
   for (int i = 0; i < 9; ++i) {

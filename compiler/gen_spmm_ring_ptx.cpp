@@ -15,7 +15,6 @@ namespace magicube::gen {
 
 namespace {
 
-using ptx::hex;
 using ptx::imm;
 
 std::string S(long long x) { return std::to_string(x); }

@@ -1,7 +1,5 @@
 #include "compiler/ptx_builder.h"
 
-#include <cstdio>
-
 namespace magicube::ptx {
 
 std::string Body::unique(const std::string &stem) {
@@ -64,12 +62,6 @@ std::string Body::str() const {
   s += "\n";
   for (const std::string &l : lines_) s += l + "\n";
   return s;
-}
-
-std::string hex(unsigned long long v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%llx", v);
-  return b;
 }
 
 std::string imm(long long v) { return std::to_string(v); }

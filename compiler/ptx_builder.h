@@ -35,8 +35,7 @@ class Body {
   std::vector<std::string> lines_;
 };
 
-// "0x6420", "-12": PTX immediates.
-std::string hex(unsigned long long v);
+// "-12": a PTX immediate.
 std::string imm(long long v);
 
 }  // namespace magicube::ptx
