@@ -569,6 +569,7 @@ void spmm_run(const magicube_op &op, const magicube_packed_header &h, const void
     dl.planes.push_back(DeviceBuffer::view(a + h.plane_offset[j], size_t(h.plane_bytes[j])));
   dl.rows = h.rows, dl.cols = h.cols, dl.num_blocks = h.num_blocks, dl.max_block_length = h.max_block_length;
   dl.index_bits = p.launch.family == magicube::KernelFamily::SpmmDecode ? 16 : 32;  // packed by this plan (fingerprint)
+  dl.panel_rows = p.spec.panel;
 
   magicube::DeviceRhs dr;
   dr.k = h.cols, dr.n = n;

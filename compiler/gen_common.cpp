@@ -421,6 +421,14 @@ void KernelGen::epilogue() {
       auto guard = e.scope("if (" + land(lt(vidx, V), lt(row, M)).str() + ")");
       e.decl(E + " *", "o", Expr("c") + cast("long long", row) * N + col);
       const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
+      if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
+        const std::string U = i64 ? "unsigned long long" : "unsigned";
+        e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
+        e.line("if (" + lt(col, N).str() + ") atomicAdd((" + U + " *)o, (" + U + ")tot[i]);");
+        e.line("if (" + lt(col + 1, N).str() + ") atomicAdd((" + U + " *)o + 1, (" + U + ")tot[i + 2]);");
+        e.line("continue;");
+        e.close();
+      }
       e.open("if (" + land(lt(col + 1, N), aligned).str() + ")");
       e.line("*(" + T2 + " *)o = make_" + T2 + "((" + E + ")tot[i], (" + E + ")tot[i + 2]);");
       e.close_open("else");
@@ -595,15 +603,17 @@ void KernelGen::declare_slice_planes() {
   }
 }
 
-void KernelGen::copy_slice() {
+void KernelGen::copy_slice(const std::string &first, const std::string &rows) {
   for (size_t j = 0; j < p.rhs.size(); ++j) {
     const Chunk &c = p.rhs[j];
     const std::string J = std::to_string(j);
     const int U = slice_row(c) / 16;
-    auto plane = e.scope("", "plane " + J + ": K rows x " + std::to_string(U) +
+    auto plane = e.scope("", "plane " + J + ": " + rows + " rows x " + std::to_string(U) +
                                  " units of 16 bytes, stored swizzled and contiguous per slice");
-    e.decl("const unsigned char *", "src", Expr("b" + J) + cast("long long", Expr("blockIdx.x")) * Expr("K") * slice_row(c));
-    auto loop = e.scope("for (int i = threadIdx.x; i < " + (Expr("K") * U).str() + "; i += THREADS)");
+    Expr src = Expr("b" + J) + cast("long long", Expr("blockIdx.x")) * Expr("K") * slice_row(c);
+    if (!first.empty()) src = src + cast("long long", Expr(first)) * slice_row(c);
+    e.decl("const unsigned char *", "src", src);
+    auto loop = e.scope("for (int i = threadIdx.x; i < " + (Expr(rows) * U).str() + "; i += THREADS)");
     e.declare("i");
     const Expr i = Expr::var("i", 0);
     cp_async16(Expr("sb" + J) + i * 16, Expr("src") + cast("long long", i) * 16);

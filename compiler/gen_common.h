@@ -118,8 +118,9 @@ class KernelGen {
   static Expr slice_swizzle(const Expr &k, int units);
   // `const int KR` (two or more planes) and sb<j>, each rhs plane's max(K, 8) rows in `smem`.
   void declare_slice_planes();
-  // The block's K x BSn slice of every rhs plane into sb<j> with cp.async (no commit).
-  void copy_slice();
+  // The block's K x BSn slice of every rhs plane into sb<j> with cp.async (no commit); with
+  // `first` and `rows` (a K panel: one plane) rows first..first + rows - 1 of it.
+  void copy_slice(const std::string &first = "", const std::string &rows = "K");
   // The stride's B fragments gathered from the slice with ldmatrix, and the mmas with lhs
   // fragments ls<D>_*: the lane's row is `row_of` (ci<D>'s column; pads read row lane % 8, A's zeros).
   void slice_frags_and_mmas(const std::string &D, const std::string &row_of);
@@ -136,6 +137,10 @@ class KernelGen {
   // Shifts each term's accumulator, sums the terms, exchanges stacked slots between
   // registers and lanes, and writes the V rows (SpMM: row-major C; SDDMM: the mask's order).
   void epilogue();
+  // SpMM, integer C: where this holds (a condition), the epilogue adds its sums into C with
+  // red.global.add instead of storing them (a decode kernel's K panels after the first: a
+  // load of C there stalled the ring, 2x the pass's time). Empty: C is written.
+  std::string accumulate_c;
 
  private:
   Expr store_value(const Expr &v, const Expr &row, const Expr &col);

@@ -18,6 +18,7 @@
 // Every output element is written once, by one warp, without atomics. Column indices are read
 // as 16 bits (B in shared memory bounds K far below 32767): 64 bytes a stride instead of 128.
 #include <algorithm>
+#include <optional>
 
 #include "compiler/gen_common.h"
 
@@ -167,20 +168,39 @@ class SpmmDecode : public KernelGen {
       e.line("asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");");
     }
     declare_slice_planes();
+    const bool panels = p.spec.panel != 0;
+    std::optional<Emitter::Scope> pass;
+    if (panels) {
+      e.comment("---- K in panels of KP rows: this block's row-blocks [rb_lo, rb_hi) (an equal share), one pass");
+      e.comment("     a panel over their strides in it against that panel's rows of B; each pass adds into C ----");
+      e.decl("const int", "rb_lo", Expr("(int)((long long)nblk * blockIdx.y / gridDim.y)"));
+      e.decl("const int", "rb_hi", Expr("(int)((long long)nblk * (blockIdx.y + 1) / gridDim.y)"));
+      pass.emplace(e.scope("for (int pnl = 0; pnl * KP < K; ++pnl)"));
+      e.decl("const int", "pbase", Expr("pnl * nblk"), "this panel's row-blocks in the packed A: pbase + b");
+      accumulate_c = "pnl > 0";
+    }
     // Source order is issue order here, and ptxas keeps it only across basic blocks: the run's
     // two loads go first (their round trip overlaps the slice's copy), the slice's cp.async loop,
     // then the ring's first loads, and the wait for the slice last, behind a branch (ptxas hoisted
     // a plain wait above every load: the slice, the run's bounds and the ring's first strides
     // then came one after the other, three round trips before the first mma).
-    e.comment("---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts");
-    e.comment("     (two independent loads, first: no row-block is shared between blocks; T x y / gridDim.y");
-    e.comment("     in 32 bits: tq x y + tr x y / gridDim.y, tr x y < 2^32) ----");
-    e.decl("const unsigned", "tq", Expr("(unsigned)T / gridDim.y"));
-    e.decl("const unsigned", "tr", Expr("(unsigned)T % gridDim.y"));
-    e.decl("const int", "bs", Expr("__ldg(stride_next + (int)(tq * blockIdx.y + tr * blockIdx.y / gridDim.y))"));
-    e.decl("const int", "be", Expr("__ldg(stride_next + (int)(tq * (blockIdx.y + 1) + tr * (blockIdx.y + 1) / gridDim.y))"));
-    e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
-    copy_slice();
+    if (panels) {
+      e.comment("---- this pass's run of strides [bs, be): the block's row-blocks in this panel (two independent loads) ----");
+      e.decl("const int", "bs", Expr("__ldg(panel_first + pbase + rb_lo)"));
+      e.decl("const int", "be", Expr("__ldg(panel_first + pbase + rb_hi)"));
+      e.comment("---- this panel's rows of the block's slice of B into shared memory (they land while A's first strides load) ----");
+      copy_slice("pnl * KP", "min(K - pnl * KP, KP)");
+    } else {
+      e.comment("---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts");
+      e.comment("     (two independent loads, first: no row-block is shared between blocks; T x y / gridDim.y");
+      e.comment("     in 32 bits: tq x y + tr x y / gridDim.y, tr x y < 2^32) ----");
+      e.decl("const unsigned", "tq", Expr("(unsigned)T / gridDim.y"));
+      e.decl("const unsigned", "tr", Expr("(unsigned)T % gridDim.y"));
+      e.decl("const int", "bs", Expr("__ldg(stride_next + (int)(tq * blockIdx.y + tr * blockIdx.y / gridDim.y))"));
+      e.decl("const int", "be", Expr("__ldg(stride_next + (int)(tq * (blockIdx.y + 1) + tr * (blockIdx.y + 1) / gridDim.y))"));
+      e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
+      copy_slice();
+    }
     commit();
     e.comment("---- this warp's piece [cw, cw1): an equal share of the run (row-blocks may be cut between warps) ----");
     e.decl("const int", "cw", Expr("bs + (int)((long long)(be - bs) * warp / WARPS)"));
@@ -231,7 +251,7 @@ class SpmmDecode : public KernelGen {
             });
             e.line("hd_rb = rb, head = false;");
             e.close_open("else");
-            e.decl("const int", "blk", Expr("rb"));
+            e.decl("const int", "blk", Expr(panels ? "rb - pbase" : "rb"));
             epilogue();
           }
           zero_accumulators();
@@ -283,9 +303,10 @@ class SpmmDecode : public KernelGen {
                  at("part", slot(Expr::var("x", 1, l.threads / 32 - 1), a++)).str() + ";");
         });
       }
-      e.decl("const int", "blk", Expr("open_rb"));
+      e.decl("const int", "blk", Expr(panels ? "open_rb - pbase" : "open_rb"));
       epilogue();
     }
+    if (panels) e.line("__syncthreads();", "the partial sums are read and C written: the next panel may overwrite the slice");
   }
 };
 
@@ -316,6 +337,14 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
   f.min_blocks = 1;
   Prologue &pr = f.prologue;
   slice_prologue(pr, p);
+  if (p.spec.panel) {
+    pr.def("constexpr int", "KP", p.spec.panel, "B's rows a pass holds (a K panel)");
+    f.doc.push_back("K in panels of KP rows: A is packed panel by panel (panel q's row-block b is row-block");
+    f.doc.push_back("q x nblk + b, its columns relative to the panel); each block takes an equal share of the");
+    f.doc.push_back("row-blocks and makes one pass a panel over their strides (panel_first), the panel's rows");
+    f.doc.push_back("of its slice in shared memory; each pass after the first adds its sums into C with");
+    f.doc.push_back("red.global.add (integer C; the block's own elements, a barrier after the pass before).");
+  }
   g.body();
   return assemble(p, f, g);
 }

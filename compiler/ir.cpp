@@ -97,6 +97,13 @@ llvm::Error validate(const OpSpec &s) {
   if (s.decode && s.bsn != 16 && s.bsn != 32 && s.bsn != 48 && s.bsn != 64)
     return err("decode: BSn=" + llvm::Twine(s.bsn) +
                " is not a decode tile (allowed: 16, 32, 48, 64: N <= 64 rounded up to 16-column mma tiles)");
+  if (s.panel != 0 && !s.decode)
+    return err("panel: only a decode kernel takes B in K panels (write n" + llvm::Twine(s.bsn) + "dp" + llvm::Twine(s.panel) + ")");
+  if (s.panel != 0 && (s.panel < 64 || s.panel % 64 != 0 || s.panel > 32704))
+    return err("panel: " + llvm::Twine(s.panel) + " rows of B per panel is not allowed (allowed: a multiple of 64, 64..32704)");
+  if (s.panel != 0 && is_float(s.out))
+    return err("panel: a decode kernel in K panels adds each pass into C, which needs an integer output (out is " +
+               llvm::Twine(out_name(s.out)) + "; allowed: i32, i64)");
   if (resident_only_bsn(s.bsn) && !s.resident)
     return err("bsn: BSn=" + llvm::Twine(s.bsn) +
                " is allowed only for a resident-B SpMM (n" + llvm::Twine(s.bsn) + "r; otherwise allowed: 32, 64, 128, 256)");
@@ -135,7 +142,7 @@ std::string to_string(const OpSpec &s) {
   std::string t = std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v);
   if (s.pinned & kPinTile)
     t += ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
-         (s.decode ? "d" : s.resident ? "r" : "");
+         (s.decode ? "d" : s.resident ? "r" : "") + (s.panel ? "p" + std::to_string(s.panel) : std::string());
   if (s.pinned & kPinPrefetch)
     t += s.prefetch ? ".pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string(".nopf");
   return t + "." + out_name(s.out) + (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
@@ -174,6 +181,13 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: " + quoted(f[2]) + " must be v<V>, e.g. v8");
   s.v = int(n);
   llvm::StringRef nf = f[3].empty() ? llvm::StringRef("n64") : f[3];
+  if (size_t ppos = nf.rfind("dp"); ppos != llvm::StringRef::npos) {
+    unsigned rows = 0;
+    if (nf.drop_front(ppos + 2).getAsInteger(10, rows))
+      return err("panel: " + quoted(f[3]) + " must be n<BSn>dp<rows>, e.g. n48dp4800");
+    s.panel = int(rows);
+    nf = nf.take_front(ppos + 1);
+  }
   if (nf.consume_back("r")) s.resident = true;
   else if (nf.consume_back("d")) s.resident = s.decode = true;
   if (size_t kpos = nf.find('k'); kpos != llvm::StringRef::npos) {
@@ -216,7 +230,7 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 
 llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
-                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode}, {"panel", s.panel},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
                             {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}, {"pinned", int(s.pinned)}};
 }
@@ -260,6 +274,10 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   if (auto sp = o->getInteger("split")) s.split = int(*sp);
   if (auto rs = o->getBoolean("resident")) s.resident = *rs;
   if (auto dc = o->getBoolean("decode")) s.decode = *dc;
+  if (auto pn = o->getInteger("panel")) {
+    if (*pn < 0 || *pn > 32704) return need("panel");
+    s.panel = int(*pn);
+  }
   if (auto pn = o->getInteger("pinned")) {
     if (*pn < 0 || *pn > kPinAll) return need("pinned");
     s.pinned = uint8_t(*pn);

@@ -68,6 +68,10 @@ struct OpSpec {
                               // slices and bank-balanced A), each row-block's strides split over the
                               // block's warps (text: n16d; BSn 16, 32, 48 or 64; spmm-decode kernel).
                               // Pinned with kPinResident (the B-residency knob)
+  int panel = 0;              // decode, integer output: B's rows a pass keeps in shared memory (a
+                              // multiple of 64; 0: all K at once). The kernel runs ceil(K / panel)
+                              // passes over A packed panel by panel, adding each pass into C
+                              // (text: n48dp4800). Pinned with the tile (kPinResident)
   // The kernel knobs (bsn, prefetch + stages, split, resident) the caller fixed, as kPin*
   // bits; the dispatch (runtime/dispatch.h) chooses the others for the matrix and the GPU.
   // The text form omits an unpinned tile field (n..) or prefetch field (pf..):

@@ -57,6 +57,9 @@ std::vector<KernelParam> params_of(const Plan &p, KernelFamily family) {
                        "per stride: row-block | 1 << 30 first stride | 1 << 31 last"));
     ps.push_back(param(ParamKind::StrideNext, "const int *__restrict__", "stride_next",
                        "per t = 0..T: the first stride >= t that starts a row-block"));
+    if (p.spec.panel)
+      ps.push_back(param(ParamKind::PanelFirst, "const int *__restrict__", "panel_first",
+                         "per K panel p and row-block b: the first stride of p x nblk + b (then T)"));
   } else {
     ps.push_back(param(ParamKind::RowPtr, "const int *__restrict__", "row_ptr",
                        sddmm ? "the mask's 2 pointers per row-block" : "2 per row-block: first slot, end of real vectors"));
@@ -233,6 +236,11 @@ std::string plan_launch(Plan &p) {
       if (s.split != 1 || !s.prefetch)
         why = "decode: the decode kernel needs split 1 and prefetch (" + to_string(s) + ")";
       l.pdl = s.arch >= 90;  // griddepcontrol: PTX 7.8, sm_90
+      // K panels: A packed panel by panel (runtime/packing.h), one pass of the block a panel, each
+      // adding into what the pass before wrote; one rhs plane (its slice rows are the panel's).
+      l.panel_rows = s.panel;
+      if (s.panel && p.rhs.size() != 1)
+        why = "panel: a decode kernel in K panels takes one rhs plane (" + to_string(s) + " has " + S(long(p.rhs.size())) + ")";
       break;
     }
     case KernelFamily::SddmmFast: {
@@ -306,7 +314,8 @@ std::string check_shared_memory(const Plan &p, long long k) {
   const size_t limit = size_t(max_smem_per_block(p.spec.arch));
   if (need <= limit) return "";
   if (l.family == KernelFamily::SpmmDecode)
-    return "decode: B resident in shared memory needs " + S((long long)need) + " bytes for K=" + S(k) + " x " +
+    return "decode: B resident in shared memory needs " + S((long long)need) + " bytes for " +
+           (l.panel_rows && k > l.panel_rows ? "a panel of " + S(l.panel_rows) + " rows" : "K=" + S(k)) + " x " +
            S(p.spec.bsn) + " columns (" + S(l.slice_bytes_per_k) + " bytes a row of B) but a block on " +
            arch_name(p.spec.arch) + " may use " + S((long long)limit) +
            "; use a narrower decode tile (more column slices) or a plan without resident B";
@@ -327,7 +336,9 @@ std::string Launch::str() const {
   if (pdl) o += ", programmatic dependent launch";
   if (language == KernelLanguage::Ptx) o += ", written in PTX";
   o += ", " + S(static_smem) + " B static smem";
-  if (slice_bytes_per_k) o += " + max(K,8) x " + S(slice_bytes_per_k) + " B dynamic";
+  if (slice_bytes_per_k)
+    o += " + max(" + (panel_rows ? "min(K," + S(panel_rows) + ")" : std::string("K")) + ",8) x " + S(slice_bytes_per_k) + " B dynamic";
+  if (panel_rows) o += ", K in panels of " + S(panel_rows) + " rows (a pass each, added into C)";
   if (family == KernelFamily::SpmmDecode) o += " (at least " + S(reduction_smem) + " B: the warps' partial sums)";
   o += "\n            params";
   for (const KernelParam &prm : params) o += " " + prm.name;

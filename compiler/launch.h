@@ -48,6 +48,7 @@ enum class ParamKind {
   StrideMeta,  // decode: per stride, its row-block | 1 << 30 (its first stride) | 1 << 31 (its last)
   StrideNext,  // decode: per t = 0..T, the first stride at or after t that starts a row-block (T: none)
   Strides,     // decode: int, T, the strides of the packed A
+  PanelFirst,  // decode in K panels: per panel p and row-block b, p x nblk + b's first stride (then T)
 };
 struct KernelParam {
   ParamKind kind;
@@ -77,15 +78,18 @@ struct Launch {
   // previous one (griddepcontrol) before its first global access, so a chain of layers
   // overlaps each launch and block start with the previous kernel's tail.
   bool pdl = false;
+  // Decode in K panels (spec.panel): B's rows a pass holds; 0: all of K in one pass.
+  int panel_rows = 0;
   KernelLanguage language = KernelLanguage::Cuda;
   std::vector<KernelParam> params;  // in order
 
   // B's slice lives in dynamic shared memory (resident, decode).
   bool b_resident() const { return family == KernelFamily::SpmmResident || family == KernelFamily::SpmmDecode; }
-  // Dynamic shared memory for B with k rows (resident: max(k, 8) slice rows; decode: that or
-  // the warps' partial sums, whichever is larger; else 0).
+  // Dynamic shared memory for B with k rows (resident: max(k, 8) slice rows; decode: that, or
+  // a panel's rows, or the warps' partial sums, whichever is larger; else 0).
   size_t dynamic_smem(long long k) const {
     if (!b_resident()) return 0;
+    if (panel_rows && k > panel_rows) k = panel_rows;
     const size_t slice = size_t(k < 8 ? 8 : k) * size_t(slice_bytes_per_k);
     return family == KernelFamily::SpmmDecode && size_t(reduction_smem) > slice ? size_t(reduction_smem) : slice;
   }

@@ -32,7 +32,8 @@ std::string Plan::kernel_name() const {
   std::string lr = spec.lhs.str() + spec.rhs.str();
   std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_n" +
                      std::to_string(spec.bsn) + (spec.split > 1 ? "k" + std::to_string(spec.split) : std::string()) +
-                     (spec.decode ? "d" : spec.resident ? "r" : "") + (spec.prefetch ? "_pf" : "_nopf") +
+                     (spec.decode ? "d" : spec.resident ? "r" : "") + (spec.panel ? "p" + std::to_string(spec.panel) : std::string()) +
+                     (spec.prefetch ? "_pf" : "_nopf") +
                      (spec.stages ? std::to_string(spec.stages) : std::string());
   if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
   name += "_sm" + std::to_string(spec.arch);
@@ -112,9 +113,9 @@ uint64_t fingerprint(const Plan &p) {
   // no strings and no heap (lists are length-prefixed, so no two plans give one array).
   llvm::SmallVector<int64_t, 192> f;
   const OpSpec &s = p.spec;
-  static_assert(sizeof(OpSpec) == 60, "an OpSpec field was added or changed: hash it here");
+  static_assert(sizeof(OpSpec) == 68, "an OpSpec field was added or changed: hash it here");
   f.append({int64_t(s.op), s.lhs.bits, s.lhs.is_signed, s.rhs.bits, s.rhs.is_signed, s.v, s.bsn, s.prefetch,
-            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.pinned});
+            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.panel, s.pinned});
   f.append({p.native_bits, p.shape.m, p.shape.n, p.shape.k, int64_t(p.orient)});
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     f.push_back(int64_t(cs->size()));

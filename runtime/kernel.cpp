@@ -209,6 +209,7 @@ llvm::Expected<DeviceLhs> upload(const PackedLhs &a, const SrBcrs &layout) {
   d.rows = layout.rows;
   d.cols = layout.cols;
   d.index_bits = a.index_bits;
+  d.panel_rows = a.panel_rows;
   d.num_blocks = layout.num_blocks();
   d.max_block_length = layout.max_block_length;
   return d;
@@ -243,7 +244,7 @@ namespace {
 // The values of one launch, by parameter kind; args() points at them in the order of the
 // plan's parameter list (Plan::launch.params), the list codegen printed.
 struct LaunchValues {
-  CUdeviceptr row_ptr = 0, col_idx = 0, out = 0, bcrs_ptr = 0, stride_meta = 0, stride_next = 0;
+  CUdeviceptr row_ptr = 0, col_idx = 0, out = 0, bcrs_ptr = 0, stride_meta = 0, stride_next = 0, panel_first = 0;
   llvm::SmallVector<CUdeviceptr, 8> lhs, rhs;
   int m = 0, n = 0, k = 0, ldb = 0, ldk = 0, out_stride = 0, strides = 0;
   float alpha = 1.0f;
@@ -272,6 +273,7 @@ struct LaunchValues {
         case ParamKind::StrideMeta: a.push_back(&stride_meta); break;
         case ParamKind::StrideNext: a.push_back(&stride_next); break;
         case ParamKind::Strides: a.push_back(&strides); break;
+        case ParamKind::PanelFirst: a.push_back(&panel_first); break;
       }
     return a;
   }
@@ -364,6 +366,13 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
     return err("spmm: A was packed for another plan (" + llvm::Twine(a.index_bits) + "-bit column indices; this " +
                (index_bits == 16 ? "decode plan reads 16-bit ones" : "plan reads 32-bit ones") +
                "): pack A with this plan");
+  if (a.panel_rows != plan_.spec.panel)
+    return err("spmm: A was packed for another plan (" +
+               (a.panel_rows ? "K panels of " + std::to_string(a.panel_rows) + " rows" : std::string("no K panels")) +
+               "; this plan " +
+               (plan_.spec.panel ? "takes K in panels of " + std::to_string(plan_.spec.panel) + " rows"
+                                 : std::string("takes K whole")) +
+               "): pack A with this plan");
   if (a.num_blocks == 0 || b.n == 0) return llvm::Error::success();
   if (a.num_blocks > 65535) return err("spmm: " + llvm::Twine(a.num_blocks) + " row-blocks exceed the grid's 65535");
   LaunchValues v;
@@ -374,11 +383,13 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   v.out = c;
   v.m = int(a.rows), v.n = int(b.n), v.ldb = int(b.ldb), v.k = int(b.k);
   if (l.family == KernelFamily::SpmmDecode) {
-    auto sched = decode_schedule(a.col_idx.bytes(), a.num_blocks);
+    const int64_t panels = plan_.spec.panel ? std::max<int64_t>(1, (b.k + plan_.spec.panel - 1) / plan_.spec.panel) : 1;
+    auto sched = decode_schedule(a.col_idx.bytes(), a.num_blocks, panels);
     if (!sched) return sched.takeError();
     v.strides = int(sched->strides);
     v.stride_meta = a.col_idx.ptr() + CUdeviceptr(sched->meta_offset);
     v.stride_next = a.col_idx.ptr() + CUdeviceptr(sched->next_offset);
+    if (plan_.spec.panel) v.panel_first = a.col_idx.ptr() + CUdeviceptr(sched->panel_offset);
   }
   if (auto e = epilogue_values(plan_.spec, epi, a.rows, b.n, v)) return e;
   auto args = v.args(l);

@@ -69,6 +69,7 @@ struct DeviceLhs {
   int64_t rows = 0, cols = 0, num_blocks = 0, max_block_length = 0;
   DeviceBuffer dense;  // the dense route's A (M x K int8, row-major) instead of the above buffers
   int index_bits = 32;  // 16: a decode plan's column indices (PackedLhs::index_bits)
+  int panel_rows = 0;   // a decode plan's K panel (PackedLhs::panel_rows)
 };
 struct DeviceRhs {
   std::vector<DeviceBuffer> planes;

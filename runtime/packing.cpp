@@ -23,27 +23,30 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c) {
   return p;
 }
 
-llvm::Expected<DecodeSchedule> decode_schedule(size_t col_idx_bytes, int64_t num_blocks) {
+llvm::Expected<DecodeSchedule> decode_schedule(size_t col_idx_bytes, int64_t num_blocks, int64_t panels) {
   if (col_idx_bytes % 128 != 0 || col_idx_bytes == 0)
     return err("decode: A's column indices take " + llvm::Twine(uint64_t(col_idx_bytes)) +
                " bytes, not whole strides of 32 slots (128 bytes each): pack A with this decode plan");
   const int64_t t = int64_t(col_idx_bytes / 128);
-  if (num_blocks > (int64_t(1) << 30) || t < num_blocks || t > INT32_MAX / 32)
-    return err("decode: A has " + llvm::Twine(t) + " strides for " + llvm::Twine(num_blocks) +
-               " row-blocks (every row-block needs one at least, at most 2^30 row-blocks): pack A with this decode plan");
-  return DecodeSchedule{t, 64 * t, 68 * t};
+  if (panels < 1 || num_blocks > (int64_t(1) << 30) / panels || t < num_blocks * panels || t > INT32_MAX / 32)
+    return err("decode: A has " + llvm::Twine(t) + " strides for " + llvm::Twine(num_blocks) + " row-blocks in " +
+               llvm::Twine(panels) +
+               " K panel(s) (every row-block needs one a panel at least, at most 2^30 in all): pack A with this decode plan");
+  // panel_first (panels x num_blocks + 1 int32) ends at 76 t + 8 bytes at most, within 128 t.
+  return DecodeSchedule{t, 64 * t, 68 * t, 72 * t + 4};
 }
 
 namespace {
 // The decode layout (packing.h): every row-block one stride at least, 16-bit indices in the
 // first half of col_idx and the schedule in its second, the value groups interleaved.
-llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
+// `panels` > 1: `a` holds the K panels' row-blocks one panel after another (pack_panel_lhs).
+llvm::Expected<PackedLhs> pack_decode_layout(const SrBcrs &a, const Plan &plan, int64_t panels = 1) {
   if (a.cols > kDecodeMaxK)
     return err("pack: the decode kernel reads 15-bit column indices but A has K=" + llvm::Twine(a.cols) +
-               " columns (at most " + llvm::Twine(kDecodeMaxK) + ")");
+               " columns (at most " + llvm::Twine(kDecodeMaxK) + "; a decode plan in K panels takes any K)");
   if (plan.k_stride != 32) return err("pack: a decode plan's stride must be 32");
   const int64_t nb = a.num_blocks(), v = a.v, ks = 32;
-  if (nb > (int64_t(1) << 30)) return err("pack: a decode plan takes at most 2^30 row-blocks");
+  if (nb > (int64_t(1) << 30)) return err("pack: a decode plan takes at most 2^30 row-blocks (all K panels')");
   std::vector<int64_t> first(size_t(nb) + 1, 0);  // each row-block's first stride in the new layout
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t real = a.row_ptr[2 * b + 1] - a.row_ptr[2 * b];
@@ -76,7 +79,7 @@ llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
       wide[size_t(new0 * v + e - k + kWordAt[k / 4] * 4 + k % 4)] = a.values[size_t(old0 * v + e)];
     }
   }
-  auto sched = decode_schedule(p.col_idx.size() * 4, nb);
+  auto sched = decode_schedule(p.col_idx.size() * 4, nb / panels, panels);
   if (!sched) return sched.takeError();
   auto *meta = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(p.col_idx.data()) + sched->meta_offset);
   auto *next = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(p.col_idx.data()) + sched->next_offset);
@@ -88,6 +91,59 @@ llvm::Expected<PackedLhs> pack_decode_lhs(const SrBcrs &a, const Plan &plan) {
   next[t] = int32_t(t);
   for (int64_t s = t - 1; s >= 0; --s) next[s] = (meta[s] >> 30) & 1 ? int32_t(s) : next[s + 1];
   for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(wide, c));
+  if (plan.spec.panel) {  // the first stride of every (panel, row-block), then T
+    auto *pf = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(p.col_idx.data()) + sched->panel_offset);
+    for (int64_t b = 0; b <= nb; ++b) pf[b] = int32_t(first[size_t(b)]);
+    p.panel_rows = plan.spec.panel;
+  }
+  return p;
+}
+
+// A decode plan in K panels: row-block b's vectors whose columns lie in panel q (columns
+// [q x rows, (q + 1) x rows)) become row-block q x nb + b of a stacked matrix of panel-relative
+// columns, laid out as the plan lays out A (bank-balanced per panel, shuffled) and packed as
+// one decode layout. Its row pointers keep A's shape: panel 0's strides of each row-block
+// (the kernel reads the schedule, not them).
+llvm::Expected<PackedLhs> pack_panel_lhs(const SrBcrs &a, const Plan &plan) {
+  const int64_t rows = plan.spec.panel, panels = std::max<int64_t>(1, (a.cols + rows - 1) / rows);
+  const int64_t nb = a.num_blocks(), v = a.v, G = a.shuffled ? int64_t(a.shuffle.size()) : 1;
+  if (nb > (int64_t(1) << 30) / panels)
+    return err("pack: " + llvm::Twine(nb) + " row-blocks in " + llvm::Twine(panels) +
+               " K panels exceed the decode kernel's 2^30");
+  VectorSparse st;
+  st.rows = panels * nb * v, st.cols = rows, st.v = int(v);
+  st.block_ptr.assign(size_t(panels * nb + 1), 0);
+  std::vector<std::vector<std::pair<int32_t, int64_t>>> cols(static_cast<size_t>(panels));  // (column, slot) of one row-block
+  for (int64_t b = 0; b < nb; ++b) {
+    for (auto &c : cols) c.clear();
+    for (int64_t s = a.row_ptr[2 * b]; s < a.padded_end(b); ++s)
+      if (const int32_t c = a.col_idx[size_t(s)]; c >= 0) cols[size_t(c / rows)].push_back({int32_t(c % rows), s});
+    for (int64_t q = 0; q < panels; ++q) st.block_ptr[size_t(q * nb + b + 1)] = int64_t(cols[size_t(q)].size());
+  }
+  for (size_t i = 1; i < st.block_ptr.size(); ++i) st.block_ptr[i] += st.block_ptr[i - 1];
+  st.col.assign(size_t(st.block_ptr.back()), 0);
+  st.values.assign(size_t(st.block_ptr.back() * v), 0);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (auto &c : cols) c.clear();
+    for (int64_t s = a.row_ptr[2 * b]; s < a.padded_end(b); ++s)
+      if (const int32_t c = a.col_idx[size_t(s)]; c >= 0) cols[size_t(c / rows)].push_back({int32_t(c % rows), s});
+    for (int64_t q = 0; q < panels; ++q) {
+      auto &cs = cols[size_t(q)];
+      std::sort(cs.begin(), cs.end());
+      int64_t i = st.block_ptr[size_t(q * nb + b)];
+      for (const auto &[c, s] : cs) {
+        const int64_t at = a.shuffled ? (s / G) * G + a.shuffle[size_t(s % G)] : s;  // where slot s's values are
+        st.col[size_t(i)] = c;
+        for (int64_t r = 0; r < v; ++r) st.values[size_t(i * v + r)] = a.values[size_t(a.value_index(at, int(r)))];
+        ++i;
+      }
+    }
+  }
+  auto layout = build_srbcrs(st, plan);
+  if (!layout) return layout.takeError();
+  auto p = pack_decode_layout(*layout, plan, panels);
+  if (!p) return p.takeError();
+  p->row_ptr.resize(size_t(2 * nb));
   return p;
 }
 }  // namespace
@@ -98,7 +154,7 @@ llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan) {
                ") was not built for this plan (V=" + llvm::Twine(plan.spec.v) + ", stride " + llvm::Twine(plan.k_stride) + ")");
   if (a.num_slots() > INT32_MAX / 16) return err("pack: too many vector slots for 32-bit indices");
   if (auto e = check_range(a, plan.spec.lhs, "lhs A")) return e;
-  if (plan.launch.family == KernelFamily::SpmmDecode) return pack_decode_lhs(a, plan);
+  if (plan.launch.family == KernelFamily::SpmmDecode) return plan.spec.panel ? pack_panel_lhs(a, plan) : pack_decode_layout(a, plan);
   PackedLhs p;
   p.row_ptr.assign(a.row_ptr.begin(), a.row_ptr.end());
   p.col_idx.assign(a.col_idx.begin(), a.col_idx.end());

@@ -37,10 +37,17 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c);
 // with two independent loads and each warp its piece by arithmetic (compiler/gen_spmm_decode.cpp).
 constexpr int64_t kDecodeMaxK = 32767;  // columns a decode plan's 15-bit indices name
 
+//
+// A decode plan in K panels (spec.panel = rows) packs A panel by panel: the vectors of
+// row-block b whose columns lie in panel q ([q x rows, (q + 1) x rows)) form row-block
+// q x nb + b of the layout above, their columns relative to the panel (so any K), and
+// panel_first[q x nb + b] (then T) after stride_next names each one's first stride: a
+// block's pass over panel q finds its row-blocks' strides with two independent loads.
 struct PackedLhs {
   std::vector<int32_t> row_ptr, col_idx;
   std::vector<Plane> planes;
   int index_bits = 32;
+  int panel_rows = 0;  // a decode plan's K panel (spec.panel); 0: none
 };
 llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan);
 
@@ -48,11 +55,12 @@ llvm::Expected<PackedLhs> pack_lhs(const SrBcrs &a, const Plan &plan);
 // offsets), checked against A's `num_blocks` row-blocks: refused (named) unless the buffer
 // holds whole strides, at least one a row-block, and at most 2^30 row-blocks.
 struct DecodeSchedule {
-  int64_t strides = 0;      // T
-  int64_t meta_offset = 0;  // stride_meta: T uint32
-  int64_t next_offset = 0;  // stride_next: T + 1 int32
+  int64_t strides = 0;       // T
+  int64_t meta_offset = 0;   // stride_meta: T uint32
+  int64_t next_offset = 0;   // stride_next: T + 1 int32
+  int64_t panel_offset = 0;  // panel_first: panels x num_blocks + 1 int32 (plans in K panels)
 };
-llvm::Expected<DecodeSchedule> decode_schedule(size_t col_idx_bytes, int64_t num_blocks);
+llvm::Expected<DecodeSchedule> decode_schedule(size_t col_idx_bytes, int64_t num_blocks, int64_t panels = 1);
 
 // B (K x N, row-major) as one plane per rhs chunk, K x ldb with ldb = N rounded up to
 // kLdbAlign (zero padded). For a resident-B plan, ceil(N / BSn) slices instead, each K rows

@@ -87,6 +87,7 @@ class SpmmPipeline : public Pipeline {
       for (int x : p.shuffle) lk += "s" + std::to_string(x);
     if (p.spec.resident) lk += " bank-balanced";
     if (p.launch.family == KernelFamily::SpmmDecode) lk += " 16-bit indices";
+    if (p.spec.panel) lk += " K panels of " + std::to_string(p.spec.panel);
     auto da = upload_once(lhs_->packed, lk, [&]() -> llvm::Expected<DeviceLhs> {
       ++lhs_->packs;
       auto layout = build_srbcrs(a_, p);

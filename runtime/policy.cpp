@@ -33,6 +33,16 @@ bool buildable(const OpSpec &s, int64_t k) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The panel for K in the fewest passes whose slices fit shared memory, as even as multiples of
+// 64 rows make them (K=14336 at 48 columns: 3 of 4800; K=11008: 3 of 3712); 0 if none fits.
+int panel_rows_for(const Plan &p, int64_t k) {
+  const int64_t per_row = std::max(1, p.launch.slice_bytes_per_k);
+  const int64_t fit = (int64_t(max_smem_per_block(p.spec.arch)) - p.launch.static_smem) / per_row / 64 * 64;
+  if (fit < 64 || k <= 0) return 0;
+  const int64_t panels = ceil_div(k, std::min<int64_t>(fit, 32704));
+  return int(std::min<int64_t>(fit, ceil_div(ceil_div(k, panels), 64) * 64));
+}
+
 // The decode kernel for an SpMM of N <= 64 (or with decode pinned): the tile width that pads
 // N least (then the fewest slices) among those whose plan builds and whose B fits shared
 // memory; none when the caller pinned another kernel or nothing fits.
@@ -60,34 +70,52 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   std::vector<int> widths = {16, 32, 48, 64};
   if (wide_n && !forced) widths = base.rhs.bits <= 4 ? std::vector<int>{32, 64} : std::vector<int>{32, 48};
   if (pinned(kPinBsn)) widths = {base.bsn};
-  int best = 0;
+  // Where no width's slice of all K fits (K = 11008 or 14336 at 32+ columns), K in panels: a
+  // pass a panel, each adding into C (integer outputs, one rhs plane). On the H100 (2026-11-26
+  // 07:09 UTC, L2 flushed) 48-column slices in panels ran 4096x14336 s=0.9 N=2048 in 149 us and
+  // 4096x11008 N=8192 in 556 us, against the ring kernel's 233 and 910 (dense: 148 and 457).
+  const bool may_panel = !forced && !is_float(base.out) && base.rhs.bits <= 8;
+  int best = 0, best_panel = 0;
   int64_t best_cols = 0, best_smem = 0;
-  for (int w : widths) {
-    OpSpec t = d;
-    t.bsn = w;
-    if (auto e = validate(t)) {
-      llvm::consumeError(std::move(e));
-      continue;
-    }
-    auto p = plan(t);
-    if (!p) {
-      llvm::consumeError(p.takeError());
-      continue;
-    }
-    if (!check_shared_memory(*p, sig.k).empty()) continue;
-    // More than four accumulator tiles (two sets a warp) spill at 128 registers: a narrower
-    // tile (more slices) instead, unless the width was pinned.
-    if (!pinned(kPinBsn) && int(p->groups.size() * p->rhs.size()) * p->launch.tiles > 4) continue;
-    const int64_t cols = ceil_div(std::max<int64_t>(sig.n, 1), w) * w;
-    // Past N = 64 the widest slice: the padding is a few % at most there.
-    if (!best || (wide_n ? w > best : cols < best_cols || (cols == best_cols && w > best))) {
-      best = w;
-      best_cols = cols;
-      best_smem = int64_t(p->launch.dynamic_smem(sig.k));
+  for (bool panels : {false, true}) {
+    if (panels && (best || !may_panel)) break;
+    for (int w : widths) {
+      OpSpec t = d;
+      t.bsn = w;
+      if (auto e = validate(t)) {
+        llvm::consumeError(std::move(e));
+        continue;
+      }
+      auto p = plan(t);
+      if (!p) {
+        llvm::consumeError(p.takeError());
+        continue;
+      }
+      if (panels) {
+        if (p->rhs.size() != 1 || (t.panel = panel_rows_for(*p, sig.k)) == 0) continue;
+        p = plan(t);
+        if (!p) {
+          llvm::consumeError(p.takeError());
+          continue;
+        }
+      }
+      if (!check_shared_memory(*p, sig.k).empty()) continue;
+      // More than four accumulator tiles (two sets a warp) spill at 128 registers: a narrower
+      // tile (more slices) instead, unless the width was pinned.
+      if (!pinned(kPinBsn) && int(p->groups.size() * p->rhs.size()) * p->launch.tiles > 4) continue;
+      const int64_t cols = ceil_div(std::max<int64_t>(sig.n, 1), w) * w;
+      // Past N = 64 the widest slice: the padding is a few % at most there.
+      if (!best || (wide_n ? w > best : cols < best_cols || (cols == best_cols && w > best))) {
+        best = w;
+        best_panel = t.panel;
+        best_cols = cols;
+        best_smem = int64_t(p->launch.dynamic_smem(sig.k));
+      }
     }
   }
   if (!best) return std::nullopt;
   d.bsn = best;
+  d.panel = best_panel;
   const int64_t slices = ceil_div(std::max<int64_t>(sig.n, 1), best);
   const std::string kib = fmt::format("{:.0f} KiB", double(best_smem) / 1024);
   std::string why =
@@ -95,6 +123,8 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
                                 best, kib)
                   : fmt::format("decode: N={} in {} slices of {} columns, B resident ({} a block), strides split over warps",
                                 sig.n, slices, best, kib);
+  if (best_panel)
+    why += fmt::format(", K in {} panels of {} rows", ceil_div(sig.k, best_panel), best_panel);
   return PolicyChoice{d, why};
 }
 
@@ -215,6 +245,10 @@ constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6
 // round trips and cut sums): 4096x4096 s=0.9 N=8192 (four waves) ran 9 % slower an op than
 // N=2048 (one).
 constexpr double kDecodeWaveUs = 7.0;
+// K in panels: each pass after the first adds its sums into C (red.global.add, C's bytes each)
+// and starts again (its slice, its first round trip). On the H100 (2026-11-26 07:09 UTC) the
+// panel kernels ran 10-200 us above this model without it, 1.1-1.7 TB/s of added C; 1.3.
+constexpr double kPanelAddBytesPerUs = 1.3e6;
 // The sparse route is kept only when the model gives it this margin. Near the crossover the
 // dense route looks like the safe side, but it is not free of loss either: on the 2026-11-25
 // grid it ran 0-4 % slower than the bench's dense contender (the best of every layout and
@@ -283,6 +317,10 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double tops = decode ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                              : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
+  if (decode && spec.panel) {
+    const double passes = std::ceil(k / double(spec.panel));
+    e.sparse_us += (passes - 1) * out_bytes * m * n / (kPanelAddBytesPerUs * scale);
+  }
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + reads * vectors * v * (1 + 0.2 * (tiles - 1)) /

@@ -767,10 +767,27 @@ TEST(Policy, DecodeKernelForSmallN) {
   tile.pinned = kPinBsn;
   tile.bsn = 64;
   EXPECT_FALSE(policy_spec(tile, &g, dev).spec.decode) << "a pinned tile past N = 64 asks for the ring kernel";
-  // K=11008: a 32-column slice (344 KiB) does not fit; 16 columns (which lost to the ring
-  // kernel at N = 512-2048) are not taken past N = 64.
+  // K=11008 or 14336: no slice of 32+ columns of all K fits (16 columns lost to the ring kernel
+  // at N = 512-2048): 48-column slices with K in the fewest panels that fit, as even as 64-row
+  // multiples make them; integer outputs only (each pass adds into C), so not for f16.
   g = sig_of(4096, 11008, 2048, 0.9);
-  EXPECT_FALSE(policy_spec(base, &g, dev).spec.decode);
+  c = policy_spec(base, &g, dev);
+  EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n48dp3712.pf.i32.sm_90") << c.why;
+  EXPECT_NE(c.why.find("K in 3 panels of 3712 rows"), std::string::npos) << c.why;
+  g = sig_of(4096, 14336, 512, 0.9);
+  EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n48dp4800.pf.i32.sm_90");
+  OpSpec half = base;
+  half.out = OutType::F16;
+  EXPECT_FALSE(policy_spec(half, &g, dev).spec.decode) << "a float output is not added into";
+  g = sig_of(4096, 4096, 2048, 0.9);
+  EXPECT_EQ(policy_spec(base, &g, dev).spec.panel, 0) << "K that fits takes no panels";
+  // The route model counts each pass's add into C: these two ran at dense's time or slower.
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{14336, 2048}, {11008, 8192}}) {
+    g = sig_of(4096, k, n, 0.9);
+    auto pp = plan(policy_spec(base, &g, dev).spec);
+    ASSERT_TRUE(bool(pp));
+    EXPECT_EQ(route_by_model(estimate_routes(*pp, g, dev)), Route::Dense) << k << " " << n;
+  }
   g = sig_of(4096, 4096, 16, 0.7);
   // Pinned knobs: resident B pinned keeps the resident kernel; split 2 or no prefetch pinned
   // rule decode out; decode pinned is kept even for a wider N.

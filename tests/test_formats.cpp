@@ -199,7 +199,7 @@ TEST(Formats, DecodeLhsHas16BitColumnIndices) {
   EXPECT_NE(llvm::toString(bad.takeError()).find("not whole strides"), std::string::npos);
   bad = decode_schedule(128 * size_t(nb - 1), nb);
   ASSERT_FALSE(bool(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("every row-block needs one at least"), std::string::npos);
+  EXPECT_NE(llvm::toString(bad.takeError()).find("every row-block needs one a panel at least"), std::string::npos);
   // The same matrix for a resident plan: 32-bit indices.
   OpSpec r = s;
   r.decode = false;
@@ -221,7 +221,87 @@ TEST(Formats, DecodeLhsHas16BitColumnIndices) {
   ASSERT_TRUE(bool(lw));
   auto pw = pack_lhs(*lw, *p);
   ASSERT_FALSE(bool(pw));
-  EXPECT_NE(llvm::toString(pw.takeError()).find("15-bit column indices but A has K=32768 columns (at most 32767)"), std::string::npos);
+  EXPECT_NE(llvm::toString(pw.takeError()).find("15-bit column indices but A has K=32768 columns (at most 32767; a decode plan in K panels takes any K)"), std::string::npos);
+}
+
+// A decode plan in K panels: A packed panel by panel. Read back the way the kernel reads it
+// (panel_first names each (panel, row-block)'s strides, the schedule words name their row-block
+// and ends, slot columns are panel-relative, values in the interleaved groups), it must give
+// A again, every row-block one stride at least in every panel; a plan without panels refuses it.
+TEST(Formats, DecodePanelsHoldEveryVectorOnce) {
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 48, true, OutType::Int32, 90};
+  s.resident = s.decode = true;
+  s.panel = 64;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  ASSERT_EQ(p->launch.panel_rows, 64);
+  EXPECT_NE(p->str().find("K in panels of 64 rows"), std::string::npos) << p->str();
+  EXPECT_NE(p->kernel_name().find("_n48dp64_"), std::string::npos) << p->kernel_name();
+  std::mt19937_64 rng(17);
+  const int64_t rows = 77, cols = 300, v = 8, panels = 5;  // the last panel: 44 columns
+  VectorSparse a = magicube::testing::random_vector_sparse(rng, rows, cols, int(v), 120, s.lhs);
+  auto layout = build_srbcrs(a, *p);
+  ASSERT_TRUE(bool(layout));
+  auto pa = pack_lhs(*layout, *p);
+  ASSERT_TRUE(bool(pa)) << llvm::toString(pa.takeError());
+  EXPECT_EQ(pa->index_bits, 16);
+  EXPECT_EQ(pa->panel_rows, 64);
+  const int64_t nb = a.num_blocks();
+  EXPECT_EQ(pa->row_ptr.size(), size_t(2 * nb));
+  auto sched = decode_schedule(pa->col_idx.size() * 4, nb, panels);
+  ASSERT_TRUE(bool(sched)) << llvm::toString(sched.takeError());
+  const int64_t t = sched->strides;
+  const auto *words = reinterpret_cast<const char *>(pa->col_idx.data());
+  const auto *u16 = reinterpret_cast<const uint16_t *>(words);
+  const auto *meta = reinterpret_cast<const uint32_t *>(words + sched->meta_offset);
+  const auto *first = reinterpret_cast<const int32_t *>(words + sched->panel_offset);
+  ASSERT_LE(sched->panel_offset + 4 * (panels * nb + 1), int64_t(pa->col_idx.size()) * 4);
+  ASSERT_EQ(first[0], 0);
+  ASSERT_EQ(first[panels * nb], t);
+  static constexpr int kWordAt[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+  const int64_t G = p->shuffle_b ? int64_t(p->shuffle.size()) : 1;
+  std::vector<int64_t> got(size_t(nb * v * cols), 0), want(got.size(), 0);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i)
+      for (int64_t r = 0; r < v; ++r) want[size_t((b * v + r) * cols + a.col[size_t(i)])] = a.values[size_t(i * v + r)];
+  for (int64_t q = 0; q < panels; ++q)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t rb = q * nb + b, s0 = first[rb], s1 = first[rb + 1];
+      ASSERT_LT(s0, s1) << "panel " << q << " row-block " << b << ": one stride at least";
+      for (int64_t st = s0; st < s1; ++st) {
+        ASSERT_EQ(int64_t(meta[st]), rb | (st == s0 ? 1ll << 30 : 0) | (st + 1 == s1 ? 1ll << 31 : 0)) << "stride " << st;
+        for (int64_t sl = 0; sl < 32; ++sl) {
+          const int64_t c = u16[st * 32 + sl] & 0x7fff;
+          ASSERT_EQ(u16[st * 32 + sl] >> 15, (meta[st] >> sl) & 1) << "stride " << st << " slot " << sl;
+          ASSERT_LT(q * 64 + c, q + 1 < panels ? (q + 1) * 64 : cols) << "a column of panel " << q;
+          const int64_t k = p->shuffle_b ? (sl / G) * G + p->shuffle[size_t(sl % G)] : sl;  // where its values are
+          for (int64_t r = 0; r < v; ++r) {
+            const int8_t x = int8_t(pa->planes[0][size_t(st * 32 * v + r * 32 + kWordAt[k / 4] * 4 + k % 4)]);
+            got[size_t((b * v + r) * cols + q * 64 + c)] += x;  // pads: zeros (at row slot % 8)
+          }
+        }
+      }
+    }
+  EXPECT_EQ(got, want);
+  // Its layout refused where a plan without panels (or with others) would read it, and back.
+  EXPECT_FALSE(bool(decode_schedule(pa->col_idx.size() * 4, nb, t)));
+  OpSpec whole = s;
+  whole.panel = 0;
+  auto pw = plan(whole);
+  ASSERT_TRUE(bool(pw));
+  auto aw = pack_lhs(*layout, *pw);
+  ASSERT_TRUE(bool(aw));
+  EXPECT_EQ(aw->panel_rows, 0);
+  // A K past 15 bits packs in panels.
+  VectorSparse wide = magicube::testing::random_vector_sparse(rng, 16, 40000, 8, 64, s.lhs);
+  s.panel = 4800;
+  auto pp = plan(s);
+  ASSERT_TRUE(bool(pp));
+  auto lw = build_srbcrs(wide, *pp);
+  ASSERT_TRUE(bool(lw));
+  auto pwide = pack_lhs(*lw, *pp);
+  ASSERT_TRUE(bool(pwide)) << llvm::toString(pwide.takeError());
+  EXPECT_TRUE(bool(decode_schedule(pwide->col_idx.size() * 4, 2, 9)));
 }
 
 // The decode kernel's A loads against the other kernels': lane (gid, tig) of a stride reads

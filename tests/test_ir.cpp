@@ -130,6 +130,22 @@ TEST(Ir, DecodeIsPartOfTheTextAndJson) {
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n16d.nopf.i32.sm_90")), {"decode", "prefetches"}));
   EXPECT_TRUE(has(error_of(parse_opspec("sddmm.s8xs8.v8.n64d.pf.i32.sm_90")), {"decode", "only SpMM"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n64k2d.pf.i32.sm_90")), {"split"}));
+  // K panels: n<BSn>dp<rows>, round trip; decode only, 64-row multiples, integer outputs.
+  auto pn = parse_opspec("spmm.s8xs8.v8.n48dp4800.pf.i64.sm_90");
+  ASSERT_TRUE(bool(pn)) << llvm::toString(pn.takeError());
+  EXPECT_EQ(pn->panel, 4800);
+  EXPECT_TRUE(pn->decode && pn->bsn == 48);
+  EXPECT_EQ(to_string(*pn), "spmm.s8xs8.v8.n48dp4800.pf.i64.sm_90");
+  auto pj = opspec_from_json(to_json(*pn));
+  ASSERT_TRUE(bool(pj));
+  EXPECT_EQ(*pj, *pn);
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48dp100.pf.i32.sm_90")), {"panel", "100", "multiple of 64"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48dp4800.pf.f16.sm_90")), {"panel", "integer output", "f16"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48dpx.pf.i32.sm_90")), {"panel", "n<BSn>dp<rows>"}));
+  OpSpec np{OpKind::SpMM, {8, true}, {8, true}, 8, 48, true, OutType::Int32, 90};
+  np.resident = true;
+  np.panel = 64;
+  EXPECT_TRUE(has(llvm::toString(validate(np)), {"panel", "only a decode kernel"}));
   OpSpec d{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, 90};
   d.decode = true;
   EXPECT_TRUE(has(llvm::toString(validate(d)), {"decode", "implies resident", "n16d"}));

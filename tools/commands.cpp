@@ -90,7 +90,9 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.stages = f.stages;
   s.split = f.split;
   s.resident = f.resident || f.decode;
-  s.decode = f.decode;
+  s.decode = f.decode || f.panel;
+  s.resident = s.resident || s.decode;
+  s.panel = f.panel;
   s.out = *out;
   s.arch = *arch;
   s.scale = *scale;

@@ -29,6 +29,7 @@ struct OpFlags {
   int split = 1;
   bool resident = false;
   bool decode = false;  // --decode: the decode kernel (implies resident B)
+  int panel = 0;        // --panel: the decode kernel's K panel (rows of B a pass)
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
   std::string route = "auto";  // SpMM: auto (the policy compares sparse and dense) | sparse | dense
   int candidate = 0;        // index into plan_candidates (0 = best)

@@ -255,6 +255,44 @@ TEST(SpmmGpu, DecodeKernelInSlicesAtPrefillN) {
   run_cases(*ctx, cases, 47);
 }
 
+// The decode kernel in K panels (spec.panel): one pass a panel, each after the first adding
+// into C with red.global.add. Panels of
+// 64 rows (many passes, a last partial one), one panel holding all of K (one pass), a K past
+// 15 bits; the types the policy sends there and odd ones, int32 and int64 outputs, N from one
+// slice of 5 columns to 22 slices; one row-block (M=8: cut between every warp in every pass).
+TEST(SpmmGpu, DecodeKernelInKPanelsIsExact) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  struct Type {
+    ElemType l, r;
+    int v, bsn;
+  };
+  const Type types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 64},
+                        {{8, false}, {8, false}, 4, 32}, {{16, true}, {8, true}, 2, 32}, {{7, false}, {5, true}, 8, 16}};
+  std::vector<Case> cases;
+  int i = 0;
+  for (const Type &t : types)
+    for (int panel : {64, 4800}) {
+      OpSpec s{OpKind::SpMM, t.l, t.r, t.v, t.bsn, true, max_exact_k(t.l, t.r) ? OutType::Int32 : OutType::Int64, 90};
+      s.resident = s.decode = true;
+      s.panel = panel;
+      if (i++ % 3 == 1) s.out = OutType::Int64;
+      auto p = plan(s);
+      ASSERT_TRUE(bool(p)) << to_string(s) << ": " << llvm::toString(p.takeError());
+      ASSERT_EQ(p->launch.panel_rows, panel);
+      cases.push_back({*p, 1000, 700, 5});
+      cases.push_back({*p, 1000, 700, 1000});
+      cases.push_back({*p, 8, 4096, 64});
+      cases.push_back({*p, 256, panel == 64 ? 1000 : 14336, 200});
+    }
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 48, true, OutType::Int32, 90};
+  s.resident = s.decode = true;
+  s.panel = 4800;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p));
+  cases.push_back({*p, 64, 40000, 48});  // K past the unpanelled kernel's 15-bit columns
+  run_cases(*ctx, cases, 53);
+}
+
 // A decode launch refuses, naming the problem: a B that does not fit a block's shared memory,
 // and an A packed for another plan (32-bit column indices).
 TEST(SpmmGpu, DecodeRefusesWhatItCannotRun) {
@@ -295,6 +333,26 @@ TEST(SpmmGpu, DecodeRefusesWhatItCannotRun) {
   llvm::Error e = (*kd)->launch(*da, *db, c->ptr(), nullptr);
   ASSERT_TRUE(bool(e));
   EXPECT_NE(llvm::toString(std::move(e)).find("A was packed for another plan (32-bit column indices"), std::string::npos);
+  // A packed by the decode plan without K panels, launched with one in panels (and back).
+  OpSpec ps = s;
+  ps.panel = 64;
+  auto pp = plan(ps);
+  ASSERT_TRUE(bool(pp));
+  auto dl = build_srbcrs(a2, *pd);
+  ASSERT_TRUE(bool(dl));
+  for (auto [packer, runner] : {std::pair{&*pd, &*pp}, std::pair{&*pp, &*pd}}) {
+    auto pa2 = pack_lhs(*dl, *packer);
+    ASSERT_TRUE(bool(pa2)) << llvm::toString(pa2.takeError());
+    auto da2 = upload(*pa2, *dl);
+    ASSERT_TRUE(bool(da2));
+    auto kp = SpmmKernel::get(*ctx, *runner);
+    ASSERT_TRUE(bool(kp)) << llvm::toString(kp.takeError());
+    llvm::Error e2 = (*kp)->launch(*da2, *db, c->ptr(), nullptr);
+    ASSERT_TRUE(bool(e2));
+    const std::string msg = llvm::toString(std::move(e2));
+    EXPECT_NE(msg.find("A was packed for another plan ("), std::string::npos) << msg;
+    EXPECT_NE(msg.find("panels"), std::string::npos) << msg;
+  }
 }
 
 // The decode kernel on sm_90 is launched as a programmatic dependent launch: it may start
