@@ -597,7 +597,8 @@ void KernelGen::declare_slice_planes() {
     const Chunk &c = p.rhs[j];
     const std::string J = std::to_string(j);
     e.decl("const unsigned", "sb" + J, base,
-           "rhs plane " + J + " (" + c.str() + ", " + std::to_string(c.storage_bits) + "-bit): max(K, 8) rows x " +
+           "rhs plane " + J + " (" + c.str() + ", " + std::to_string(c.storage_bits) + "-bit): " +
+               (p.spec.panel ? "max(min(K, KP), 8)" : "max(K, 8)") + " rows x " +
                std::to_string(slice_row(c)) + " bytes, shared-window address");
     base = Expr("sb" + J) + Expr("KR") * slice_row(c);
   }
