@@ -114,24 +114,24 @@ llvm::Expected<PackedLhs> pack_panel_lhs(const SrBcrs &a, const Plan &plan) {
   st.rows = panels * nb * v, st.cols = rows, st.v = int(v);
   st.block_ptr.assign(size_t(panels * nb + 1), 0);
   std::vector<std::vector<std::pair<int32_t, int64_t>>> cols(static_cast<size_t>(panels));  // (column, slot) of one row-block
-  for (int64_t b = 0; b < nb; ++b) {
+  auto split = [&](int64_t b) {  // row-block b's vectors by panel, panel-relative columns in order
     for (auto &c : cols) c.clear();
     for (int64_t s = a.row_ptr[2 * b]; s < a.padded_end(b); ++s)
       if (const int32_t c = a.col_idx[size_t(s)]; c >= 0) cols[size_t(c / rows)].push_back({int32_t(c % rows), s});
+    for (auto &c : cols) std::sort(c.begin(), c.end());
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    split(b);
     for (int64_t q = 0; q < panels; ++q) st.block_ptr[size_t(q * nb + b + 1)] = int64_t(cols[size_t(q)].size());
   }
   for (size_t i = 1; i < st.block_ptr.size(); ++i) st.block_ptr[i] += st.block_ptr[i - 1];
   st.col.assign(size_t(st.block_ptr.back()), 0);
   st.values.assign(size_t(st.block_ptr.back() * v), 0);
   for (int64_t b = 0; b < nb; ++b) {
-    for (auto &c : cols) c.clear();
-    for (int64_t s = a.row_ptr[2 * b]; s < a.padded_end(b); ++s)
-      if (const int32_t c = a.col_idx[size_t(s)]; c >= 0) cols[size_t(c / rows)].push_back({int32_t(c % rows), s});
+    split(b);
     for (int64_t q = 0; q < panels; ++q) {
-      auto &cs = cols[size_t(q)];
-      std::sort(cs.begin(), cs.end());
       int64_t i = st.block_ptr[size_t(q * nb + b)];
-      for (const auto &[c, s] : cs) {
+      for (const auto &[c, s] : cols[size_t(q)]) {
         const int64_t at = a.shuffled ? (s / G) * G + a.shuffle[size_t(s % G)] : s;  // where slot s's values are
         st.col[size_t(i)] = c;
         for (int64_t r = 0; r < v; ++r) st.values[size_t(i * v + r)] = a.values[size_t(a.value_index(at, int(r)))];

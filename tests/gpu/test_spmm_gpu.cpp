@@ -231,16 +231,18 @@ TEST(SpmmGpu, DecodeKernelOnDecodeShapes) {
 // Past N = 64 the policy runs the decode kernel in slices of 32-64 columns on a grid of whole
 // waves (runtime/kernel.h: decode_grid): many slices, a partial last slice, and more slices
 // than SMs (N=6400 at BSn 48: 134 slices, 3 parts each), for the types the policy sends there.
+// A decode test's operand types, V and slice width.
+struct DecodeType {
+  ElemType l, r;
+  int v, bsn;
+};
+
 TEST(SpmmGpu, DecodeKernelInSlicesAtPrefillN) {
   MAGICUBE_REQUIRE_GPU(ctx);
-  struct Type {
-    ElemType l, r;
-    int v, bsn;
-  };
-  const Type types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 64},
+  const DecodeType types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 64},
                         {{8, false}, {8, false}, 4, 32}, {{16, true}, {8, true}, 2, 32}, {{7, false}, {5, true}, 8, 48}};
   std::vector<Case> cases;
-  for (const Type &t : types) {
+  for (const DecodeType &t : types) {
     OpSpec s{OpKind::SpMM, t.l, t.r, t.v, t.bsn, true, max_exact_k(t.l, t.r) ? OutType::Int32 : OutType::Int64, 90};
     s.resident = s.decode = true;
     auto p = plan(s);
@@ -262,15 +264,11 @@ TEST(SpmmGpu, DecodeKernelInSlicesAtPrefillN) {
 // slice of 5 columns to 22 slices; one row-block (M=8: cut between every warp in every pass).
 TEST(SpmmGpu, DecodeKernelInKPanelsIsExact) {
   MAGICUBE_REQUIRE_GPU(ctx);
-  struct Type {
-    ElemType l, r;
-    int v, bsn;
-  };
-  const Type types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 64},
+  const DecodeType types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 64},
                         {{8, false}, {8, false}, 4, 32}, {{16, true}, {8, true}, 2, 32}, {{7, false}, {5, true}, 8, 16}};
   std::vector<Case> cases;
   int i = 0;
-  for (const Type &t : types)
+  for (const DecodeType &t : types)
     for (int panel : {64, 4800}) {
       OpSpec s{OpKind::SpMM, t.l, t.r, t.v, t.bsn, true, max_exact_k(t.l, t.r) ? OutType::Int32 : OutType::Int64, 90};
       s.resident = s.decode = true;
