@@ -17,6 +17,9 @@
 // slice) and writes it.
 // Every output element is written once, by one warp, without atomics. Column indices are read
 // as 16 bits (B in shared memory bounds K far below 32767): 64 bytes a stride instead of 128.
+// Where all of K does not fit, K in panels (spec.panel): the block makes one pass a panel over
+// its row-blocks (A packed panel by panel), and passes after the first add into C with
+// red.global.add (integer C): a load of C there stalled the ring (bench/NOTES.md, Session 15).
 #include <algorithm>
 #include <optional>
 
