@@ -94,6 +94,8 @@ struct Launch {
     return family == KernelFamily::SpmmDecode && size_t(reduction_smem) > slice ? size_t(reduction_smem) : slice;
   }
   unsigned grid_x(long long n) const { return unsigned((n + block_cols - 1) / block_cols); }
+  // The passes over K of k rows: ceil(k / panel_rows) in K panels (at least one), else 1.
+  long long panels(long long k) const { return panel_rows && k > panel_rows ? (k + panel_rows - 1) / panel_rows : 1; }
   std::string str() const;  // one readable line
 };
 

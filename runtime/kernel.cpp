@@ -383,8 +383,7 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   v.out = c;
   v.m = int(a.rows), v.n = int(b.n), v.ldb = int(b.ldb), v.k = int(b.k);
   if (l.family == KernelFamily::SpmmDecode) {
-    const int64_t panels = plan_.spec.panel ? std::max<int64_t>(1, (b.k + plan_.spec.panel - 1) / plan_.spec.panel) : 1;
-    auto sched = decode_schedule(a.col_idx.bytes(), a.num_blocks, panels);
+    auto sched = decode_schedule(a.col_idx.bytes(), a.num_blocks, l.panels(b.k));
     if (!sched) return sched.takeError();
     v.strides = int(sched->strides);
     v.stride_meta = a.col_idx.ptr() + CUdeviceptr(sched->meta_offset);

@@ -105,7 +105,7 @@ llvm::Expected<PackedLhs> pack_decode_layout(const SrBcrs &a, const Plan &plan, 
 // one decode layout. Its row pointers keep A's shape: panel 0's strides of each row-block
 // (the kernel reads the schedule, not them).
 llvm::Expected<PackedLhs> pack_panel_lhs(const SrBcrs &a, const Plan &plan) {
-  const int64_t rows = plan.spec.panel, panels = std::max<int64_t>(1, (a.cols + rows - 1) / rows);
+  const int64_t rows = plan.spec.panel, panels = plan.launch.panels(a.cols);
   const int64_t nb = a.num_blocks(), v = a.v, G = a.shuffled ? int64_t(a.shuffle.size()) : 1;
   if (nb > (int64_t(1) << 30) / panels)
     return err("pack: " + llvm::Twine(nb) + " row-blocks in " + llvm::Twine(panels) +

@@ -317,10 +317,7 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double tops = decode ? kDecodeTops[vi] / (1 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                              : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
-  if (decode && spec.panel) {
-    const double passes = std::ceil(k / double(spec.panel));
-    e.sparse_us += (passes - 1) * out_bytes * m * n / (kPanelAddBytesPerUs * scale);
-  }
+  if (decode) e.sparse_us += double(plan.launch.panels(sig.k) - 1) * out_bytes * m * n / (kPanelAddBytesPerUs * scale);
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + reads * vectors * v * (1 + 0.2 * (tiles - 1)) /

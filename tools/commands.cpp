@@ -89,9 +89,8 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.prefetch = !f.no_prefetch;
   s.stages = f.stages;
   s.split = f.split;
-  s.resident = f.resident || f.decode;
-  s.decode = f.decode || f.panel;
-  s.resident = s.resident || s.decode;
+  s.decode = f.decode || f.panel;  // --panel implies --decode, which implies resident B
+  s.resident = f.resident || s.decode;
   s.panel = f.panel;
   s.out = *out;
   s.arch = *arch;
