@@ -26,7 +26,8 @@ llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::i
   X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)                  \
   X(cublasLtMatmulPreferenceCreate)            \
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) \
-  X(cublasLtMatmul) X(cublasLtMatmulAlgoConfigGetAttribute)
+  X(cublasLtMatmul) X(cublasLtMatmulAlgoConfigGetAttribute) X(cublasLtMatmulAlgoConfigSetAttribute)       \
+  X(cublasLtMatmulAlgoCheck) X(cublasLtMatmulAlgoInit)
 
 struct LtApi {
 #define MAGICUBE_LT_MEMBER(fn) decltype(&::fn) fn = nullptr;
@@ -107,7 +108,8 @@ struct Form {
 struct Candidate {
   int form = 0;  // index into Impl::forms
   cublasLtMatmulHeuristicResult_t heur{};
-  int rank = 0, of = 0;  // the heuristic's order within its form
+  int rank = 0, of = 0;  // the heuristic's order within its form (or the column-major C form's)
+  enum Origin { Heuristic, SwizzleToggled, FromColumnMajorC } origin = Heuristic;
 };
 }  // namespace
 
@@ -135,6 +137,11 @@ struct DenseGemm::Impl {
 DenseGemm::~DenseGemm() = default;
 
 int DenseGemm::algorithms() const { return int(impl_->algos.size()); }
+
+void DenseGemm::choose(int i) {
+  impl_->chosen = std::clamp(i, 0, int(impl_->algos.size()) - 1);
+  impl_->timed = false;
+}
 
 DenseForm DenseGemm::form() const {
   const Impl &d = *impl_;
@@ -188,6 +195,122 @@ llvm::Error make_form(DenseForm kind, int64_t m, int64_t n, int64_t k, Form &f) 
 }
 }  // namespace
 
+namespace {
+bool same_algo(const cublasLtMatmulAlgo_t &x, const cublasLtMatmulAlgo_t &y) {
+  return std::equal(std::begin(x.data), std::end(x.data), std::begin(y.data));
+}
+
+// `algo` as a candidate of form `fi` if cuBLASLt accepts it there within the workspace and no
+// candidate of that form is the same configuration.
+// The candidates' home: the handle, the forms and the candidates so far (DenseGemm::Impl's).
+struct Candidates {
+  cublasLtHandle_t handle;
+  const std::vector<Form> &forms;
+  std::vector<Candidate> &algos;
+};
+
+void add_checked(Candidates &d, int fi, const cublasLtMatmulAlgo_t &algo, size_t workspace, Candidate c) {
+  const Form &f = d.forms[size_t(fi)];
+  for (const Candidate &o : d.algos)
+    if (o.form == fi && same_algo(o.heur.algo, algo)) return;
+  cublasLtMatmulHeuristicResult_t r{};
+  const cublasStatus_t st = lt().cublasLtMatmulAlgoCheck(d.handle, f.desc, f.la, f.lb, f.lc, f.lc, &algo, &r);
+  if (st != CUBLAS_STATUS_SUCCESS || r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > workspace) return;
+  r.algo = algo;
+  c.form = fi;
+  c.heur = r;
+  d.algos.push_back(c);
+}
+
+uint32_t swizzle_of(const cublasLtMatmulAlgo_t &a) {
+  uint32_t v = 0;
+  size_t written = 0;
+  lt().cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &v, sizeof(v), &written);
+  return v;
+}
+void set_swizzle(cublasLtMatmulAlgo_t &a, uint32_t v) {
+  lt().cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &v, sizeof(v));
+}
+
+// Configurations the heuristic does not list for our forms but which ran faster on the H100
+// (bench/probes/lt_configs.cu; bench/NOTES.md, Session 16), each checked by
+// cublasLtMatmulAlgoCheck before it becomes a candidate:
+//   - every candidate with the other CTA swizzle (4096x512 K=11008: 46.8 -> 43.7 us; 4096x8192
+//     K=11008: 448 -> 429 us);
+//   - the heuristic's configurations for a column-major C (the layout the bench's contender
+//     writes, not ours), set on the row-ordered C form, which has the same operand roles
+//     (11008x8192 K=4096: 466 -> 439 us; 6144x512 K=4096: 31.9 -> 30.2 us).
+void add_variants(Candidates d, int64_t m, int64_t n, int64_t k, cublasLtMatmulPreference_t pref, size_t workspace) {
+  const LtApi &a = lt();
+  const size_t listed = d.algos.size();
+  for (size_t i = 0; i < listed; ++i) {
+    Candidate c = d.algos[i];
+    cublasLtMatmulAlgo_t t = c.heur.algo;
+    set_swizzle(t, swizzle_of(t) ? 0 : 1);
+    c.origin = Candidate::SwizzleToggled;
+    add_checked(d, c.form, t, workspace, c);
+  }
+  int row_c = -1;
+  for (size_t i = 0; i < d.forms.size(); ++i)
+    if (d.forms[i].form == DenseForm::RowOrderC) row_c = int(i);
+  if (row_c < 0) return;
+  // The column-major C form, for its heuristic only: C (m x n, ld m) = A^T^T Bt^T, TN.
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+  std::vector<cublasLtMatmulHeuristicResult_t> heur(8);
+  int found = 0;
+  if (a.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32I, CUDA_R_32I) == CUBLAS_STATUS_SUCCESS &&
+      a.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)) == CUBLAS_STATUS_SUCCESS &&
+      a.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn)) == CUBLAS_STATUS_SUCCESS &&
+      a.cublasLtMatrixLayoutCreate(&la, CUDA_R_8I, uint64_t(k), uint64_t(m), k) == CUBLAS_STATUS_SUCCESS &&
+      a.cublasLtMatrixLayoutCreate(&lb, CUDA_R_8I, uint64_t(k), uint64_t(n), k) == CUBLAS_STATUS_SUCCESS &&
+      a.cublasLtMatrixLayoutCreate(&lc, CUDA_R_32I, uint64_t(m), uint64_t(n), m) == CUBLAS_STATUS_SUCCESS &&
+      a.cublasLtMatmulAlgoGetHeuristic(d.handle, desc, la, lb, lc, lc, pref, int(heur.size()), heur.data(), &found) ==
+          CUBLAS_STATUS_SUCCESS) {
+    int usable = 0;
+    for (int i = 0; i < found; ++i) usable += heur[size_t(i)].state == CUBLAS_STATUS_SUCCESS;
+    for (int i = 0, rank = 0; i < found; ++i) {
+      if (heur[size_t(i)].state != CUBLAS_STATUS_SUCCESS) continue;
+      ++rank;
+      // Its configuration on an algo of our row-ordered C form: the same id and attributes.
+      int32_t id = 0;
+      size_t written = 0;
+      const cublasLtMatmulAlgo_t &src = heur[size_t(i)].algo;
+      if (a.cublasLtMatmulAlgoConfigGetAttribute(&src, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &written) !=
+          CUBLAS_STATUS_SUCCESS)
+        continue;
+      cublasLtMatmulAlgo_t x{};
+      if (a.cublasLtMatmulAlgoInit(d.handle, CUBLAS_COMPUTE_32I, CUDA_R_32I, CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, CUDA_R_32I,
+                                   id, &x) != CUBLAS_STATUS_SUCCESS)
+        continue;
+      struct Attr {
+        cublasLtMatmulAlgoConfigAttributes_t key;
+        size_t bytes;
+      };
+      for (Attr at : {Attr{CUBLASLT_ALGO_CONFIG_TILE_ID, 4}, Attr{CUBLASLT_ALGO_CONFIG_STAGES_ID, 4},
+                      Attr{CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 4}, Attr{CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, 4},
+                      Attr{CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 4}, Attr{CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 4},
+                      Attr{CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 4}, Attr{CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, 2}}) {
+        uint32_t v = 0;
+        if (a.cublasLtMatmulAlgoConfigGetAttribute(&src, at.key, &v, at.bytes, &written) == CUBLAS_STATUS_SUCCESS)
+          a.cublasLtMatmulAlgoConfigSetAttribute(&x, at.key, &v, at.bytes);
+      }
+      Candidate c;
+      c.rank = rank, c.of = usable, c.origin = Candidate::FromColumnMajorC;
+      for (uint32_t swz : {0u, 1u}) {
+        set_swizzle(x, swz);
+        add_checked(d, row_c, x, workspace, c);
+      }
+    }
+  }
+  if (lc) a.cublasLtMatrixLayoutDestroy(lc);
+  if (lb) a.cublasLtMatrixLayoutDestroy(lb);
+  if (la) a.cublasLtMatrixLayoutDestroy(la);
+  if (desc) a.cublasLtMatmulDescDestroy(desc);
+}
+}  // namespace
+
 llvm::Expected<std::unique_ptr<DenseGemm>> DenseGemm::create(int64_t m, int64_t n, int64_t k, size_t workspace_bytes,
                                                               unsigned forms) {
   const LtApi &a = lt();
@@ -236,6 +359,7 @@ llvm::Expected<std::unique_ptr<DenseGemm>> DenseGemm::create(int64_t m, int64_t 
       if (heur[size_t(i)].state == CUBLAS_STATUS_SUCCESS)
         d.algos.push_back(Candidate{int(d.forms.size() - 1), heur[size_t(i)], ++rank, usable});
   }
+  if (!d.algos.empty()) add_variants(Candidates{d.handle, d.forms, d.algos}, m, n, k, pref, workspace_bytes);
   a.cublasLtMatmulPreferenceDestroy(pref);
   if (d.algos.empty()) {
     std::string why;
@@ -334,8 +458,14 @@ std::string DenseGemm::describe() const {
   const cublasLtMatmulAlgo_t &algo = cand.heur.algo;
   lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof(algo_id), &written);
   lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written);
-  std::string s = fmt::format("cuBLASLt int8 {}, algo id {} tile {}, heuristic {} of {}", dense_form_name(form()),
-                              algo_id, tile, cand.rank, cand.of);
+  std::string s = fmt::format("cuBLASLt int8 {}, algo id {} tile {}, ", dense_form_name(form()), algo_id, tile);
+  switch (cand.origin) {
+    case Candidate::Heuristic: s += fmt::format("heuristic {} of {}", cand.rank, cand.of); break;
+    case Candidate::SwizzleToggled: s += fmt::format("heuristic {} of {} with the other CTA swizzle", cand.rank, cand.of); break;
+    case Candidate::FromColumnMajorC:
+      s += fmt::format("CTA swizzle {}, the column-major C form's heuristic {} of {}", swizzle_of(algo), cand.rank, cand.of);
+      break;
+  }
   if (d.timed)
     s += fmt::format(" (fastest with a cold L2 of {} over {} form{})", d.algos.size(), d.forms.size() - d.refused.size(),
                      d.forms.size() - d.refused.size() == 1 ? "" : "s");

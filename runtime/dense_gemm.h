@@ -18,7 +18,9 @@
 //     order for an int32 C; the form is then left out, logged at debug level);
 //   - RowOrderAll: the same product described in row order throughout: A (M x K) and Bt
 //     (N x K, transposed) and C (M x N), all CUBLASLT_ORDER_ROW (the bench's "ORDER_ROW" API).
-// The algorithm is the fastest of the heuristic's top few of every form, timed once on the
+// The algorithm is the fastest of the heuristic's top few of every form, each also with the
+// other CTA swizzle, and of the heuristic's configurations for a column-major C set on the
+// row-ordered C form (every such variant checked by cublasLtMatmulAlgoCheck), timed once on the
 // caller's buffers (select()); run() afterwards only enqueues.
 #pragma once
 
@@ -54,7 +56,7 @@ class DenseGemm {
 
   // A plan for C (m x n) = A (m x k) x B (k x n) with B stored as Bt (n x k); workspace
   // `workspace_bytes` (cuBLASLt's scratch, owned by the caller); the heuristic's top 8 of each
-  // form in `forms` (a mask of form_bit; the tests name one at a time). Refused when cuBLASLt
+  // form in `forms` (a mask of form_bit; the tests name one at a time) and their variants. Refused when cuBLASLt
   // is unavailable, the mask names no form, or no form has an algorithm for the shape (named).
   static llvm::Expected<std::unique_ptr<DenseGemm>> create(int64_t m, int64_t n, int64_t k,
                                                             size_t workspace_bytes = kDefaultWorkspace,
@@ -69,7 +71,9 @@ class DenseGemm {
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
   size_t workspace_bytes() const { return workspace_; }
-  int algorithms() const;  // heuristic results kept, over every form (select() picks among them)
+  int algorithms() const;  // candidates kept, over every form and variant (select() picks among them)
+  // Runs candidate i (0..algorithms()-1) from now on, untimed: for tests that check each.
+  void choose(int i);
   DenseForm form() const;  // the chosen algorithm's form (before select(): TransposedC's first when offered)
 
   // Times each kept algorithm of every form (one warm-up, then `reps` runs each after an L2

@@ -258,7 +258,7 @@ TEST(DenseRoute, ModelsWideNDecodeTimesAndPicksTheFasterRoute) {
 // point this at it.
 TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
   const std::string csv = magicube::testing::read_file(std::string(MAGICUBE_SOURCE_DIR) +
-                                    "/bench/results/2026-11-26-h100-session15/final/llm-l8r8/results.csv");
+                                    "/bench/results/2026-11-26-h100-session16/final/llm-l8r8/results.csv");
   ASSERT_FALSE(csv.empty());
   struct Key {
     int64_t m, k, n;

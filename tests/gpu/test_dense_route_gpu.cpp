@@ -184,3 +184,28 @@ TEST(DenseRouteGpu, PipelinesOfOneMatrixShareItsDeviceCopies) {
   EXPECT_EQ(cache->packs, 1);
   EXPECT_EQ(cache->dense.bytes(), size_t(512 * 1024));
 }
+
+// Every candidate select() may pick computes our C: the heuristic's configurations, each with
+// the other CTA swizzle, and the column-major C form's configurations set on the row-ordered
+// C form (each admitted by cublasLtMatmulAlgoCheck). Shapes of the llm grid's kinds scaled
+// down, where the variants exist: at least one shape must add some to the heuristic's.
+TEST(DenseRouteGpu, EveryCandidateComputesOurRowMajorC) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
+  const int64_t shapes[][3] = {{1024, 512, 2048}, {512, 64, 1024}, {384, 8, 512}};
+  uint64_t seed = 41;
+  int variants = 0;
+  for (const auto &s : shapes) {
+    auto g = DenseGemm::create(s[0], s[1], s[2]);
+    ASSERT_TRUE(bool(g)) << llvm::toString(g.takeError());
+    for (int i = 0; i < (*g)->algorithms(); ++i) {
+      (*g)->choose(i);
+      const std::string what = (*g)->describe();
+      if (what.find("with the other CTA swizzle") != std::string::npos || what.find("column-major C") != std::string::npos)
+        ++variants;
+      EXPECT_EQ(gemm_exact(*ctx, **g, false, seed++), "") << "M=" << s[0] << " N=" << s[1] << " K=" << s[2] << ": " << what;
+    }
+    std::printf("M=%ld N=%ld K=%ld: %d candidates\n", long(s[0]), long(s[1]), long(s[2]), (*g)->algorithms());
+  }
+  EXPECT_GT(variants, 0) << "no shape had a variant beyond the heuristic's list";
+}
