@@ -85,7 +85,8 @@ class DenseGemm {
   // Enqueues C = A x B on `stream`; no allocation, no synchronization.
   llvm::Error run(CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace, CUstream stream = nullptr) const;
   // "cuBLASLt int8 TN (C^T = Bt^T A^T), algo id 39 tile 17, heuristic 3 of 8", then after
-  // select() " (fastest with a cold L2 of 24 over 3 forms)"
+  // select() " (fastest with a cold L2 of 56 over 3 forms)"; a variant says so ("heuristic 1 of 8
+  // with the other CTA swizzle", "CTA swizzle 1, the column-major C form's heuristic 2 of 8")
   std::string describe() const;
 
  private:
