@@ -288,10 +288,12 @@ void add_variants(Candidates d, int64_t m, int64_t n, int64_t k, cublasLtMatmulP
         cublasLtMatmulAlgoConfigAttributes_t key;
         size_t bytes;
       };
+      // The cluster shape stays AlgoInit's automatic one, as in the H100 runs that measured these
+      // (bench/probes/lt_configs.cu).
       for (Attr at : {Attr{CUBLASLT_ALGO_CONFIG_TILE_ID, 4}, Attr{CUBLASLT_ALGO_CONFIG_STAGES_ID, 4},
                       Attr{CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 4}, Attr{CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, 4},
                       Attr{CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 4}, Attr{CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 4},
-                      Attr{CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 4}, Attr{CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, 2}}) {
+                      Attr{CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, 2}}) {
         uint32_t v = 0;
         if (a.cublasLtMatmulAlgoConfigGetAttribute(&src, at.key, &v, at.bytes, &written) == CUBLAS_STATUS_SUCCESS)
           a.cublasLtMatmulAlgoConfigSetAttribute(&x, at.key, &v, at.bytes);
