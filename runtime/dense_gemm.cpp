@@ -200,8 +200,6 @@ bool same_algo(const cublasLtMatmulAlgo_t &x, const cublasLtMatmulAlgo_t &y) {
   return std::equal(std::begin(x.data), std::end(x.data), std::begin(y.data));
 }
 
-// `algo` as a candidate of form `fi` if cuBLASLt accepts it there within the workspace and no
-// candidate of that form is the same configuration.
 // The candidates' home: the handle, the forms and the candidates so far (DenseGemm::Impl's).
 struct Candidates {
   cublasLtHandle_t handle;
@@ -209,6 +207,8 @@ struct Candidates {
   std::vector<Candidate> &algos;
 };
 
+// `algo` as a candidate of form `fi` if cuBLASLt accepts it there within the workspace and no
+// candidate of that form is the same configuration.
 void add_checked(Candidates &d, int fi, const cublasLtMatmulAlgo_t &algo, size_t workspace, Candidate c) {
   const Form &f = d.forms[size_t(fi)];
   for (const Candidate &o : d.algos)

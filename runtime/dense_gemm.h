@@ -56,8 +56,9 @@ class DenseGemm {
 
   // A plan for C (m x n) = A (m x k) x B (k x n) with B stored as Bt (n x k); workspace
   // `workspace_bytes` (cuBLASLt's scratch, owned by the caller); the heuristic's top 8 of each
-  // form in `forms` (a mask of form_bit; the tests name one at a time) and their variants. Refused when cuBLASLt
-  // is unavailable, the mask names no form, or no form has an algorithm for the shape (named).
+  // form in `forms` (a mask of form_bit; the tests name one at a time) and their variants.
+  // Refused when cuBLASLt is unavailable, the mask names no form, or no form has an algorithm
+  // for the shape (named).
   static llvm::Expected<std::unique_ptr<DenseGemm>> create(int64_t m, int64_t n, int64_t k,
                                                             size_t workspace_bytes = kDefaultWorkspace,
                                                             unsigned forms = kAllForms);
