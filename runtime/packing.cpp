@@ -120,10 +120,9 @@ llvm::Expected<PackedLhs> pack_panel_lhs(const SrBcrs &a, const Plan &plan) {
       if (const int32_t c = a.col_idx[size_t(s)]; c >= 0) cols[size_t(c / rows)].push_back({int32_t(c % rows), s});
     for (auto &c : cols) std::sort(c.begin(), c.end());
   };
-  for (int64_t b = 0; b < nb; ++b) {
-    split(b);
-    for (int64_t q = 0; q < panels; ++q) st.block_ptr[size_t(q * nb + b + 1)] = int64_t(cols[size_t(q)].size());
-  }
+  for (int64_t b = 0; b < nb; ++b)  // each (panel, row-block)'s count first: no order needed for it
+    for (int64_t s = a.row_ptr[2 * b]; s < a.padded_end(b); ++s)
+      if (const int32_t c = a.col_idx[size_t(s)]; c >= 0) ++st.block_ptr[size_t((c / rows) * nb + b + 1)];
   for (size_t i = 1; i < st.block_ptr.size(); ++i) st.block_ptr[i] += st.block_ptr[i - 1];
   st.col.assign(size_t(st.block_ptr.back()), 0);
   st.values.assign(size_t(st.block_ptr.back() * v), 0);
