@@ -396,9 +396,11 @@ struct SpmmLayout {
   bool c_transpose = false;
   int64_t c_off = 0;
   WorkspacePlan ws;
-  // The dense route: cuBLASLt's workspace at lt_off; B (g: Bt) repacked into plane_off[0]
-  // unless read in place; gemm_transposed: the GEMM writes C^T (n x M); c_transpose: it
-  // writes into the workspace at c_off (C not 256-byte aligned) and a transpose moves it.
+  // The dense route: cuBLASLt's workspace at lt_off (and after it, for an output other than
+  // int32, the GEMM's int32 result that the epilogue kernel reads); B (g: Bt) repacked into
+  // plane_off[0] unless read in place; gemm_transposed: the GEMM (and epilogue) write C^T
+  // (n x M); c_transpose: an int32 C not 256-byte aligned, which the GEMM writes into the
+  // workspace at c_off and a transpose moves.
   bool dense = false, gemm_transposed = false;
   int64_t lt_off = 0;
 };
@@ -409,14 +411,15 @@ SpmmLayout dense_spmm_layout(const magicube_op &op, const magicube_packed_header
                              int64_t n, const magicube_dense &c, SpmmLayout l) {
   l.dense = true;
   const int64_t m = h.rows, k = h.cols;
-  l.lt_off = l.ws.take(int64_t(op.spmm->workspace_bytes()));
+  l.lt_off = l.ws.take(int64_t(op.spmm->workspace_bytes(m, n)));
   l.b_in_place = b.layout == MAGICUBE_COL_MAJOR && dtype_bytes(b.dtype) == 1 && b.data &&
                  reinterpret_cast<uintptr_t>(b.data) % kDenseAlign == 0;
   if (!l.b_in_place) {
     l.g = capi::dense_rhs_t_geometry(k, n, b.layout == MAGICUBE_COL_MAJOR);
     l.plane_off.push_back(l.ws.take(l.g.plane_bytes(0)));
   }
-  l.c_transpose = !c.data || reinterpret_cast<uintptr_t>(c.data) % kDenseAlign != 0;
+  const bool gemm_writes_c = op.plan().spec.out == magicube::OutType::Int32;
+  l.c_transpose = gemm_writes_c && (!c.data || reinterpret_cast<uintptr_t>(c.data) % kDenseAlign != 0);
   // Staged through the workspace, the GEMM writes the other layout and the transpose turns it.
   l.gemm_transposed = (c.layout == MAGICUBE_COL_MAJOR) != l.c_transpose;
   if (l.c_transpose) l.c_off = l.ws.take(m * n * 4);
@@ -551,7 +554,7 @@ void spmm_run(const magicube_op &op, const magicube_packed_header &h, const void
     }
     const CUdeviceptr target = l.c_transpose ? ws + CUdeviceptr(l.c_off) : dptr(c.data);
     op.spmm->run_dense(dptr(a_packed) + CUdeviceptr(h.dense_offset), bt, target, h.rows, h.cols, n, l.gemm_transposed,
-                       ws + CUdeviceptr(l.lt_off), op.spmm->workspace_bytes(), stream);
+                       ws + CUdeviceptr(l.lt_off), op.spmm->workspace_bytes(h.rows, n), stream, de ? &*de : nullptr);
     if (l.c_transpose)  // target is (gemm_transposed ? n x M : M x n), c the other
       check(capi::transpose_on_device(ctx, 4, target, dptr(c.data), l.gemm_transposed ? n : h.rows,
                                       l.gemm_transposed ? h.rows : n, stream),

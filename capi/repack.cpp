@@ -1,19 +1,12 @@
 #include "capi/repack.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <sstream>
 
-#include "cache/cache_key.h"
 #include "capi/repack.cuh"
 #include "compiler/codegen.h"
-#include "jit/compile_cache.h"
-#include "jit/nvrtc.h"
 #include "runtime/cuda_driver.h"
-#include "support/hash.h"
+#include "runtime/helper_kernel.h"
 
 namespace magicube::capi {
 
@@ -201,45 +194,9 @@ std::string transpose_source(int elem_bytes, const std::string &name) {
 
 namespace {
 
-// Loaded helper kernels, per context and source; never destroyed (like the main kernel cache:
-// no driver calls from static destructors).
-struct Loaded {
-  std::shared_ptr<Module> module;
-  CUfunction fn = nullptr;
-};
-
-llvm::Expected<CUfunction> function_for(const Context &ctx, const std::string &name, const std::string &source) {
-  static std::mutex mu;
-  static auto &loaded = *new std::map<std::pair<CUcontext, std::string>, Loaded>();
-  std::lock_guard<std::mutex> lock(mu);
-  auto key = std::make_pair(ctx.get(), name);
-  if (auto it = loaded.find(key); it != loaded.end()) return it->second.fn;
-  const int arch = ctx.compute_capability();
-  CacheKey ck = make_cache_key("magicube-repack-1", source, "", arch, nvrtc_version());
-  auto cubin = CompileCache::process().get_cubin(
-      ck, arch, [&]() -> llvm::Expected<std::string> { return source; }, name + ".cu");
-  if (!cubin) return cubin.takeError();
-  auto module = Module::load(*cubin);
-  if (!module) return module.takeError();
-  Loaded l;
-  l.module = std::make_shared<Module>(std::move(*module));
-  auto fn = l.module->function(name);
-  if (!fn) return fn.takeError();
-  l.fn = *fn;
-  loaded.emplace(key, l);
-  return l.fn;
-}
-
-// The kernel's name carries a hash of its source: one name per distinct kernel.
-std::string named(const std::string &prefix, const std::string &source_without_name) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash64(source_without_name));
-  return prefix + std::string(hex, 12);
-}
-
 llvm::Expected<CUfunction> repack_function(const Context &ctx, const RepackGeometry &g, SrcType src) {
-  const std::string name = named("magicube_repack_", repack_source(g, src, "NAME"));
-  return function_for(ctx, name, repack_source(g, src, name));
+  const std::string name = hashed_kernel_name("magicube_repack_", repack_source(g, src, "NAME"));
+  return helper_function(ctx, name, repack_source(g, src, name));
 }
 
 }  // namespace
@@ -278,7 +235,7 @@ llvm::Error transpose_on_device(const Context &ctx, int elem_bytes, CUdeviceptr 
     return err("transpose: an output of " + std::to_string(rows) + " rows exceeds the transpose grid (at most " +
                std::to_string(65535 * kTransposeTile) + ")");
   const std::string name = "magicube_transpose_" + std::to_string(elem_bytes * 8);
-  auto fn = function_for(ctx, name, transpose_source(elem_bytes, name));
+  auto fn = helper_function(ctx, name, transpose_source(elem_bytes, name));
   if (!fn) return fn.takeError();
   long long r = rows, c = cols;
   void *args[4] = {&src, &dst, &r, &c};

@@ -13,6 +13,7 @@
 #include "runtime/memory_budget.h"
 
 #include "runtime/autotune.h"
+#include "runtime/dense_epilogue.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
 #include "runtime/dispatch.h"
@@ -258,7 +259,8 @@ struct DenseState {
   std::mutex dense_mu;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const DenseGemm>> gemms;
   bool dense_loaded = false;
-  DeviceBuffer own_workspace;  // for runs that pass none (allocated by the first)
+  DeviceBuffer own_workspace;  // for runs that pass none (allocated by the first, grown for a larger scratch)
+  std::vector<DeviceBuffer> retired_workspaces;  // outgrown ones: a run in flight may still use them
 };
 
 constexpr uint64_t kDenseAlign = 256;  // cuBLASLt's heuristic assumes 256-byte aligned operands
@@ -335,6 +337,7 @@ void load_dense(const OpState &op, DenseState &st) {
           Error::Kind::Cuda);
     st.gemms.emplace(key, std::shared_ptr<const DenseGemm>(std::move(g)));
   }
+  check(preload_dense_epilogue(ctx, op.plan.spec), Error::Kind::Compile);
   st.dense_loaded = true;
 }
 
@@ -374,7 +377,13 @@ const SpmmOptions &Spmm::options() const { return state_->options; }
 std::string Spmm::kernel_name() const { return state_->plan.kernel_name(); }
 int64_t Spmm::max_reduction_length() const { return reduction_bound(state_->plan); }
 size_t Spmm::output_element_bytes() const { return stored_bytes(state_->plan.spec.out); }
-size_t Spmm::workspace_bytes() const { return state_->route == Route::Dense ? DenseGemm::kDefaultWorkspace : 0; }
+size_t Spmm::workspace_bytes() const { return workspace_bytes(state_->m, state_->n); }
+size_t Spmm::workspace_bytes(int64_t m, int64_t n) const {
+  if (state_->route != Route::Dense) return 0;
+  if (m < 0 || n < 0 || (m > 0 && n > INT64_MAX / 4 / m))
+    throw Error(Error::Kind::Invalid, "workspace_bytes: an output of " + std::to_string(m) + " x " + std::to_string(n));
+  return DenseGemm::kDefaultWorkspace + dense_scratch_bytes(state_->plan.spec, m, n);
+}
 
 HostLhs Spmm::pack_lhs(const VectorSparse &a) const try {
   const Plan &p = state_->plan;
@@ -481,7 +490,7 @@ void check_dense_operands(const Spmm &op, const DeviceLhs &a, const DeviceRhs &b
     throw Error(Error::Kind::Invalid, "dense route: the operands' buffers are smaller than their shapes");
   if (a.max_block_length > op.max_reduction_length())
     throw Error(Error::Kind::Invalid, "lhs A: a row-block of " + std::to_string(a.max_block_length) +
-                                          " vectors is longer than the int32 output stays exact for (" +
+                                          " vectors is longer than the output stays exact for (" +
                                           std::to_string(op.max_reduction_length()) + ")");
 }
 }  // namespace
@@ -492,16 +501,18 @@ void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream s
   if (state_->route == Route::Dense) {
     check_dense_operands(*this, a, b);
     if (a.rows == 0 || b.n == 0) return;
+    const size_t need = workspace_bytes(a.rows, b.n);
     CUdeviceptr ws = 0;
     {
       primary_context(state_->options.device);
       std::lock_guard<std::mutex> lock(state_->dense_mu);
-      if (state_->own_workspace.bytes() == 0)
-        state_->own_workspace = take(DeviceBuffer::allocate(DenseGemm::kDefaultWorkspace), Error::Kind::Cuda);
+      if (state_->own_workspace.bytes() < need) {
+        if (state_->own_workspace.bytes() > 0) state_->retired_workspaces.push_back(std::move(state_->own_workspace));
+        state_->own_workspace = take(DeviceBuffer::allocate(need), Error::Kind::Cuda);
+      }
       ws = state_->own_workspace.ptr();
     }
-    return run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, ws, DenseGemm::kDefaultWorkspace,
-                     stream);
+    return run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, ws, need, stream, epilogue);
   }
   if (a.dense.bytes() > 0) wrong_route(spec(), Route::Dense, Route::Sparse, "lhs A");
   if (b.dense_t.bytes() > 0) wrong_route(spec(), Route::Dense, Route::Sparse, "rhs B");
@@ -514,37 +525,54 @@ void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream s
   if (state_->route != Route::Dense) return run(a, b, c, stream, static_cast<const DeviceEpilogue *>(nullptr));
   check_dense_operands(*this, a, b);
   if (a.rows == 0 || b.n == 0) return;
-  run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, workspace, workspace_bytes, stream);
+  run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, workspace, workspace_bytes, stream, nullptr);
 }
 
 void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t m, int64_t k, int64_t n,
-                     bool c_transposed, CUdeviceptr workspace, size_t workspace_bytes, CUstream stream) const {
+                     bool c_transposed, CUdeviceptr workspace, size_t workspace_bytes, CUstream stream,
+                     const DeviceEpilogue *epilogue) const {
   State &st = *state_;
+  const OpSpec &spec = st.plan.spec;
+  check_device_epilogue(spec, epilogue);
   if (st.route != Route::Dense)
-    throw Error(Error::Kind::Invalid, "run_dense: this op (" + to_string(spec()) + ") runs the sparse route (" +
+    throw Error(Error::Kind::Invalid, "run_dense: this op (" + to_string(spec) + ") runs the sparse route (" +
                                           (st.route_why.empty() ? std::string("options.dense is Never") : st.route_why) +
                                           ")");
   if (m < 0 || n < 0) throw Error(Error::Kind::Invalid, "run_dense: M=" + std::to_string(m) + " N=" + std::to_string(n));
   if (std::string why = dense_k_refusal(k); !why.empty()) throw Error(Error::Kind::Invalid, "run_dense: " + why);
+  // Other outputs than int32: the GEMM's int32 result goes to scratch after cuBLASLt's
+  // workspace, and the epilogue kernel writes C from it (any alignment of its element size).
+  const bool scratch = dense_needs_scratch(spec);
+  const int64_t rows = c_transposed ? n : m, cols = c_transposed ? m : n;  // as stored
+  check(epilogue_values(spec, epilogue, m, n).takeError(), Error::Kind::Invalid);
   if (m == 0 || n == 0) return;
-  for (auto [p, name] : {std::pair{a_dense, "A"}, {bt, "Bt"}, {c, "C"}, {workspace, "workspace"}})
+  for (auto [p, name] : {std::pair{a_dense, "A"}, {bt, "Bt"}, {scratch ? workspace : c, "C"}, {workspace, "workspace"}})
     if (p == 0 || p % kDenseAlign != 0)
       throw Error(Error::Kind::Invalid, std::string("run_dense: ") + name + " is " + (p ? "not 256-byte aligned" : "null") +
                                             " (cuBLASLt's algorithms assume 256-byte aligned operands)");
-  if (workspace_bytes < DenseGemm::kDefaultWorkspace)
+  if (scratch && (c == 0 || c % stored_bytes(spec.out) != 0))
+    throw Error(Error::Kind::Invalid, std::string("run_dense: C is ") + (c ? "not aligned to its element size" : "null"));
+  const size_t need = this->workspace_bytes(m, n);
+  if (workspace_bytes < need)
     throw Error(Error::Kind::Invalid, "workspace: " + std::to_string(workspace_bytes) + " bytes given, " +
-                                          std::to_string(DenseGemm::kDefaultWorkspace) + " needed (workspace_bytes())");
+                                          std::to_string(need) + " needed (workspace_bytes(" + std::to_string(m) +
+                                          ", " + std::to_string(n) + "))");
   load_dense(st, st);  // once: the plans of the constructor's shape, timed (as load() does)
+  const CUdeviceptr target = scratch ? workspace + DenseGemm::kDefaultWorkspace : c;
   std::shared_ptr<const DenseGemm> g;
   {
     // C^T (n x m) = Bt (n x k) x A^T: the same GEMM with the operands swapped.
-    DenseRunBuffers run{&primary_context(st.options.device), c_transposed ? bt : a_dense, c_transposed ? a_dense : bt, c,
-                        workspace, stream};
+    DenseRunBuffers run{&primary_context(st.options.device), c_transposed ? bt : a_dense, c_transposed ? a_dense : bt,
+                        target, workspace, stream};
     std::lock_guard<std::mutex> lock(st.dense_mu);
-    g = c_transposed ? dense_gemm_locked(st, n, m, k, run) : dense_gemm_locked(st, m, n, k, run);
+    g = dense_gemm_locked(st, rows, cols, k, run);
   }
-  check(c_transposed ? g->run(bt, a_dense, c, workspace, stream) : g->run(a_dense, bt, c, workspace, stream),
+  check(c_transposed ? g->run(bt, a_dense, target, workspace, stream) : g->run(a_dense, bt, target, workspace, stream),
         Error::Kind::Invalid);
+  if (scratch)
+    check(dense_epilogue_on_device(primary_context(st.options.device), spec, target, c, rows, cols, c_transposed,
+                                   epilogue, stream),
+          Error::Kind::Invalid);
 }
 
 void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,

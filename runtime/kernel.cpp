@@ -247,8 +247,7 @@ struct LaunchValues {
   CUdeviceptr row_ptr = 0, col_idx = 0, out = 0, bcrs_ptr = 0, stride_meta = 0, stride_next = 0, panel_first = 0;
   llvm::SmallVector<CUdeviceptr, 8> lhs, rhs;
   int m = 0, n = 0, k = 0, ldb = 0, ldk = 0, out_stride = 0, strides = 0;
-  float alpha = 1.0f;
-  CUdeviceptr row_scale = 0, col_scale = 0, bias = 0;
+  EpilogueValues epi;
 
   // One pointer per parameter (no heap allocation per launch). `this` must outlive the launch.
   llvm::SmallVector<void *, 24> args(const Launch &l) {
@@ -266,10 +265,10 @@ struct LaunchValues {
         case ParamKind::Ldb: a.push_back(&ldb); break;
         case ParamKind::Ldk: a.push_back(&ldk); break;
         case ParamKind::OutStride: a.push_back(&out_stride); break;
-        case ParamKind::Alpha: a.push_back(&alpha); break;
-        case ParamKind::RowScale: a.push_back(&row_scale); break;
-        case ParamKind::ColScale: a.push_back(&col_scale); break;
-        case ParamKind::Bias: a.push_back(&bias); break;
+        case ParamKind::Alpha: a.push_back(&epi.alpha); break;
+        case ParamKind::RowScale: a.push_back(&epi.row_scale); break;
+        case ParamKind::ColScale: a.push_back(&epi.col_scale); break;
+        case ParamKind::Bias: a.push_back(&epi.bias); break;
         case ParamKind::StrideMeta: a.push_back(&stride_meta); break;
         case ParamKind::StrideNext: a.push_back(&stride_next); break;
         case ParamKind::Strides: a.push_back(&strides); break;
@@ -279,9 +278,12 @@ struct LaunchValues {
   }
 };
 
-// The float epilogue's values; refuses vectors that the spec needs but lacks.
-llvm::Error epilogue_values(const OpSpec &spec, const DeviceEpilogue *e, int64_t rows, int64_t cols, LaunchValues &v) {
-  if (!is_float(spec.out)) return llvm::Error::success();
+}  // namespace
+
+llvm::Expected<EpilogueValues> epilogue_values(const OpSpec &spec, const DeviceEpilogue *e, int64_t rows,
+                                               int64_t cols) {
+  EpilogueValues v;
+  if (!is_float(spec.out)) return v;
   static const DeviceEpilogue none;
   if (!e) e = &none;
   auto need = [&](const DeviceBuffer &b, int64_t n, const char *what) -> llvm::Error {
@@ -302,9 +304,8 @@ llvm::Error epilogue_values(const OpSpec &spec, const DeviceEpilogue *e, int64_t
   v.row_scale = e->row_scale.ptr();
   v.col_scale = e->col_scale.ptr();
   v.bias = e->bias.ptr();
-  return llvm::Error::success();
+  return v;
 }
-}  // namespace
 
 Dim3 resident_grid(const Launch &l, int64_t n, int64_t row_blocks, size_t smem, int sm_count) {
   // Slices of BSn columns x parts of the row-block list, enough parts to fill every SM once
@@ -390,7 +391,9 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
     v.stride_next = a.col_idx.ptr() + CUdeviceptr(sched->next_offset);
     if (plan_.spec.panel) v.panel_first = a.col_idx.ptr() + CUdeviceptr(sched->panel_offset);
   }
-  if (auto e = epilogue_values(plan_.spec, epi, a.rows, b.n, v)) return e;
+  auto ev = epilogue_values(plan_.spec, epi, a.rows, b.n);
+  if (!ev) return ev.takeError();
+  v.epi = *ev;
   auto args = v.args(l);
   const Dim3 block{unsigned(l.threads), 1, 1};
   if (resident) {
@@ -469,7 +472,9 @@ llvm::Error Kernel::launch_sddmm(const DeviceMask &mask, const DeviceDense &a, c
   v.out = out;
   v.bcrs_ptr = layout == SparseLayout::Bcrs ? mask.bcrs_ptr.ptr() : CUdeviceptr(0);
   v.m = int(mask.rows), v.k = int(a.k), v.ldk = int(a.ld), v.out_stride = mask.stride;
-  if (auto e = epilogue_values(plan_.spec, epi, mask.rows, mask.cols, v)) return e;
+  auto ev = epilogue_values(plan_.spec, epi, mask.rows, mask.cols);
+  if (!ev) return ev.takeError();
+  v.epi = *ev;
   auto args = v.args(plan_.launch);
   const Dim3 grid{plan_.launch.grid_x(mask.max_block_length), unsigned(mask.num_blocks), 1};
   const Dim3 block{unsigned(plan_.launch.threads), 1, 1};

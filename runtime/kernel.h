@@ -101,6 +101,17 @@ struct DeviceEpilogue {
 };
 llvm::Expected<DeviceEpilogue> upload(const EpilogueArgs &e);
 
+// What a kernel's float epilogue is passed: alpha (1 unless the spec scales per tensor) and
+// the vectors' addresses (0 where absent).
+struct EpilogueValues {
+  float alpha = 1.0f;
+  CUdeviceptr row_scale = 0, col_scale = 0, bias = 0;
+};
+// The values of `e` (null: none) for an output of rows x cols of `spec`; refuses vectors the
+// spec needs but `e` lacks or holds too few of ("epilogue: row_scale has 3 values, expected 64").
+// Integer outputs: the defaults.
+llvm::Expected<EpilogueValues> epilogue_values(const OpSpec &spec, const DeviceEpilogue *e, int64_t rows, int64_t cols);
+
 // The bytes one output element of type `t` takes on the device: 4 (int32, f32), 8 (int64),
 // 2 (f16, bf16).
 size_t stored_bytes(OutType t);

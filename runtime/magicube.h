@@ -36,9 +36,10 @@
 //   std::vector<int64_t> s = magicube::sddmm_host(spec, mask, a, b, K, magicube::SparseLayout::Bcrs,
 //                                                 scales);  // f16 bit patterns, BCRS order
 //
-// The dense route (opt-in, SpMM with an int32 output and operands that fit int8): where a
-// dense int8 GEMM (cuBLASLt, dlopen'ed) is faster than the sparse kernel for the matrix, the
-// op runs as one. It keeps a dense int8 copy of A (M x K bytes) instead of the sparse one, so
+// The dense route (opt-in, SpMM with operands that fit int8, any output): where a dense int8
+// GEMM (cuBLASLt, dlopen'ed) is faster than the sparse kernel for the matrix, the op runs as
+// one; an output other than int32 (int64, or float with its scales and bias) is written from
+// the GEMM's int32 result by an epilogue kernel, bit for bit as the sparse kernels write it. It keeps a dense int8 copy of A (M x K bytes) instead of the sparse one, so
 // the caller decides: SpmmOptions::dense = DenseRoute::Allowed lets the dispatch compare the
 // routes for the matrix given to the constructor; Forced takes the dense route or refuses,
 // naming why. route() and route_why() say what was chosen; the same calls run either route:
@@ -50,6 +51,7 @@
 //   auto db = op.upload(op.pack_rhs(b, K, N));   // dense route: B transposed (N x K int8)
 //   op.load();                                   // dense route: cuBLASLt's algorithm, timed once (synchronizes)
 //   op.run(da, db, c.ptr(), stream);             // asynchronous; cuBLASLt's workspace: the op's own
+//                                                // (or pass workspace_bytes(M, N) of your own)
 //
 // GPU use: calls that touch the device (upload, allocate_output, load, run, multiply,
 // spmm_host, sddmm_host, device_arch) use the primary context of the op's device
@@ -121,8 +123,7 @@ struct SpmmOptions {
   // Whether the SpMM may run as a dense int8 GEMM (see "The dense route" above): Never (the
   // sparse kernel), Allowed (the dispatch's choice for the matrix given to the constructor;
   // sparse without one, or with a pinned knob or candidate), Forced (dense, or Kind::Invalid
-  // naming why not: an output other than int32, an operand wider than int8, K not a multiple
-  // of 4, cuBLASLt unavailable). Sddmm refuses Forced and ignores Allowed.
+  // naming why not: an operand wider than int8, K not a multiple of 4, cuBLASLt unavailable). Sddmm refuses Forced and ignores Allowed.
   DenseRoute dense = DenseRoute::Never;
 };
 using SddmmOptions = SpmmOptions;
@@ -211,9 +212,12 @@ class Spmm {
   // synchronization; while the stream is being captured into a graph: the heuristic's first
   // algorithm instead, host work only).
   void load() const;
-  // Device workspace (bytes) a run of this op needs: cuBLASLt's on the dense route, 0 on the
-  // sparse route.
+  // Device workspace (bytes) a run of this op needs, for the constructor's M x N: on the
+  // dense route cuBLASLt's and, for an output other than int32, the GEMM's int32 result
+  // (M x N x 4 bytes, which the epilogue kernel turns into the output); 0 on the sparse route.
   size_t workspace_bytes() const;
+  // The same for a run of an M x N output.
+  size_t workspace_bytes(int64_t m, int64_t n) const;
   // C = A x B on `stream` (nullptr: the default stream); asynchronous. `c` holds M x N
   // elements of output_element_bytes(). A float output takes its scales and bias from
   // `epilogue` (required when the spec has a rowcol scale or a bias; kept alive until the
@@ -223,18 +227,22 @@ class Spmm {
   // the op): runs on several streams at once must pass their own (the overload below).
   void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream = nullptr,
            const DeviceEpilogue *epilogue = nullptr) const;
-  // The same with the caller's workspace (workspace_bytes() bytes, 256-byte aligned; unused
-  // on the sparse route): no allocation. An integer output only (no epilogue).
+  // The same with the caller's workspace (workspace_bytes(M, N) bytes, 256-byte aligned; unused
+  // on the sparse route): no allocation. No epilogue vectors (an integer output, or a float
+  // one without a rowcol scale or a bias).
   void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream, CUdeviceptr workspace,
            size_t workspace_bytes) const;
   // The dense route on device pointers (what the C ABI runs): C = A x B with A the dense
-  // int8 copy (m x k, row-major), B given as Bt (n x k int8, row-major) and C int32, m x n
-  // row-major, or n x m row-major (C^T) when c_transposed (cuBLASLt computes it with the
-  // operands swapped: no transpose). Every pointer 256-byte aligned (cuBLASLt's heuristic
-  // assumes it); workspace of workspace_bytes(). Asynchronous; Kind::Invalid on the sparse
-  // route.
+  // int8 copy (m x k, row-major), B given as Bt (n x k int8, row-major) and C of the op's
+  // output type, m x n row-major, or n x m row-major (C^T) when c_transposed (cuBLASLt
+  // computes it with the operands swapped: no transpose). A, Bt and the workspace
+  // (workspace_bytes(m, n)) 256-byte aligned (cuBLASLt's heuristic assumes it), and C too for
+  // an int32 output (the GEMM writes it); other outputs are written by the epilogue kernel
+  // from the workspace's int32 result (C aligned to its element). A float output's scales and
+  // bias from `epilogue`. Asynchronous; Kind::Invalid on the sparse route.
   void run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t m, int64_t k, int64_t n,
-                 bool c_transposed, CUdeviceptr workspace, size_t workspace_bytes, CUstream stream = nullptr) const;
+                 bool c_transposed, CUdeviceptr workspace, size_t workspace_bytes, CUstream stream = nullptr,
+                 const DeviceEpilogue *epilogue = nullptr) const;
   // The same with host-side scales and bias: uploads them, launches, and waits for `stream`
   // (so the uploaded copy outlives the launch); synchronous.
   void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,

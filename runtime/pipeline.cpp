@@ -7,6 +7,7 @@
 #include <map>
 
 #include "compiler/planner.h"
+#include "runtime/dense_epilogue.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
 #include "runtime/packing.h"
@@ -127,15 +128,26 @@ class SpmmPipeline : public Pipeline {
       auto ws = DeviceBuffer::allocate((*g)->workspace_bytes());
       if (!ws) return ws.takeError();
       if (auto e = allocate_output()) return e;
-      if (auto e = (*g)->select(ctx, lhs_->dense.ptr(), db->ptr(), out_.ptr(), ws->ptr())) return e;
+      if (dense_needs_scratch(spec_)) {  // the GEMM's int32 result, which the epilogue kernel reads
+        auto acc = DeviceBuffer::allocate(dense_scratch_bytes(spec_, a_.rows, n_));
+        if (!acc) return acc.takeError();
+        dense_acc_ = std::move(*acc);
+        if (auto e = preload_dense_epilogue(ctx, spec_)) return e;
+      }
+      if (auto e = (*g)->select(ctx, lhs_->dense.ptr(), db->ptr(), gemm_out(), ws->ptr())) return e;
       dense_bt_ = std::move(*db), dense_ws_ = std::move(*ws);
       dense_ = std::move(*g);
+      ctx_ = &ctx;
     }
-    return allocate_output();
+    if (auto e = allocate_output()) return e;
+    return upload_epilogue_once();
   }
   llvm::Error launch_dense(CUstream stream) override {
     if (!dense_) return err("dense route: launch_dense before prepare_dense");
-    return dense_->run(lhs_->dense.ptr(), dense_bt_.ptr(), out_.ptr(), dense_ws_.ptr(), stream);
+    if (auto e = dense_->run(lhs_->dense.ptr(), dense_bt_.ptr(), gemm_out(), dense_ws_.ptr(), stream)) return e;
+    if (!dense_needs_scratch(spec_)) return llvm::Error::success();
+    return dense_epilogue_on_device(*ctx_, spec_, dense_acc_.ptr(), out_.ptr(), a_.rows, n_, false, epi_ ? &*epi_ : nullptr,
+                                    stream);
   }
   std::string dense_describe() const override { return dense_ ? dense_->describe() : ""; }
 
@@ -163,8 +175,12 @@ class SpmmPipeline : public Pipeline {
   std::map<std::string, DeviceRhs> rhs_;
   const DeviceLhs *cur_a_ = nullptr;
   const DeviceRhs *cur_b_ = nullptr;
+  // Where the dense GEMM writes: the output itself (int32), else the scratch the epilogue reads.
+  CUdeviceptr gemm_out() const { return dense_needs_scratch(spec_) ? dense_acc_.ptr() : out_.ptr(); }
+
   std::unique_ptr<DenseGemm> dense_;
-  DeviceBuffer dense_bt_, dense_ws_;
+  DeviceBuffer dense_bt_, dense_ws_, dense_acc_;
+  const Context *ctx_ = nullptr;
 };
 
 class SddmmPipeline : public Pipeline {

@@ -79,12 +79,13 @@ class Pipeline {
   virtual llvm::Error prepare(const Plan &p) = 0;
   // One launch of `k` (a kernel of the last prepared plan) on `stream`; asynchronous.
   virtual llvm::Error launch(const Kernel &k, CUstream stream = nullptr) = 0;
-  // The dense route (runtime/dense_route.h; SpMM with an int32 output only): A densified and
-  // B transposed, uploaded once, cuBLASLt's fastest algorithm for the shape timed once on
-  // them (synchronizing) and the output buffer. Refused, naming why, where the route cannot
+  // The dense route (runtime/dense_route.h; SpMM only): A densified and B transposed,
+  // uploaded once, cuBLASLt's fastest algorithm for the shape timed once on them
+  // (synchronizing), the output buffer and, for an output other than int32, the GEMM's int32
+  // result that the epilogue kernel reads. One dense launch is the GEMM and that epilogue. Refused, naming why, where the route cannot
   // compute the op or cuBLASLt is unavailable.
   virtual llvm::Error prepare_dense(const Context &ctx);
-  // One dense GEMM on `stream` after prepare_dense; asynchronous.
+  // One dense GEMM (and epilogue) on `stream` after prepare_dense; asynchronous.
   virtual llvm::Error launch_dense(CUstream stream = nullptr);
   // The prepared dense GEMM's algorithm ("" before prepare_dense).
   virtual std::string dense_describe() const { return ""; }

@@ -9,6 +9,7 @@
 #include "compiler/arch.h"
 #include "compiler/planner.h"
 #include "runtime/autotune.h"
+#include "runtime/dense_epilogue.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/kernel.h"
 
@@ -213,6 +214,8 @@ constexpr double kRefSms = 132, kRefL2Bytes = 50e6;  // the H100's
 // 11008x4096 and 14336x4096 N=2048 and at N=8192 (2026-11-25 22:38 UTC; 1,450 before
 // put dense 8-12 % slow there, and the sparse route took calls dense won).
 constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 1580;
+// The dense route's epilogue kernel (outputs other than int32): an elementwise pass.
+constexpr double kEpilogueLaunchUs = 3.0, kEpilogueBytesPerUs = 2.5e6;
 // Our kernels: the decode kernel (N <= 64) streams its weight once per column slice at about
 // 2 TB/s after a fixed 6.6 us, plus 12.3 us per MB of the B slice each block loads first
 // (K x BSn bytes: 0.8 us at K=4096, 2.8 us at 14336). The fit over the 126 decode problems
@@ -281,6 +284,10 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double dense_bytes = m * k + k * n + 4 * m * n;
   e.dense_us = kDenseLaunchUs + std::hypot(dense_bytes / (kDenseBytesPerUs * scale),
                                            2 * m * n * k / (kDenseTops * scale * 1e6));
+  // An output other than int32: the epilogue kernel reads the GEMM's int32 result and writes
+  // the output, one more launch.
+  if (dense_needs_scratch(spec))
+    e.dense_us += kEpilogueLaunchUs + (4 + double(stored_bytes(spec.out))) * m * n / (kEpilogueBytesPerUs * scale);
   // Sparse: values (V elements a vector) and 4-byte indices (the decode kernel's: 2 bytes)
   // streamed, B read, C written; 2 * vectors * V * N at the V's rate.
   const double vectors = double(sig.vectors), v = double(std::max(1, spec.v));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include <sys/resource.h>
@@ -696,8 +697,6 @@ TEST(Api, DenseRouteRefusesWhatItCannotCompute) {
                Kind::Invalid,
                "route: the dense route cannot run spmm.u8xs8.v8.i32.sm_90: lhs u8 does not fit int8 (the dense route "
                "takes signed up to 8 bits, unsigned up to 7)");
-  expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs8.v8.f16+rc.sm_90"), a, 64, forced); },
-               Kind::Invalid, "the dense route writes int32 only (out is f16)");
   expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs12.v8.i32.sm_90"), forced); }, Kind::Invalid,
                "rhs s12 does not fit int8");
   std::string why;
@@ -711,6 +710,14 @@ TEST(Api, DenseRouteRefusesWhatItCannotCompute) {
                Kind::Invalid,
                "dense: the dense route cannot run spmm.s8xs8.v8.i32.sm_90: K=130 is not a positive multiple of 4 "
                "(cuBLASLt's int8 kernels need it)");
+  // Every output type: the GEMM's int32 result through the epilogue kernel, its scratch in
+  // the workspace (cuBLASLt's 32 MiB, then M x N int32).
+  magicube::Spmm f16(magicube::parse_spec("spmm.s8xs8.v8.f16+rc.sm_90"), a, 64, forced);
+  EXPECT_EQ(f16.route(), magicube::Route::Dense);
+  EXPECT_EQ(f16.workspace_bytes(), magicube::DenseGemm::kDefaultWorkspace + 64 * 64 * 4);
+  EXPECT_EQ(f16.workspace_bytes(3, 5), magicube::DenseGemm::kDefaultWorkspace + 256);
+  magicube::Spmm i32(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), a, 64, forced);
+  EXPECT_EQ(i32.workspace_bytes(4096, 4096), magicube::DenseGemm::kDefaultWorkspace);
   // Without a matrix, K is checked when A is packed.
   magicube::Spmm nomatrix(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), forced);
   EXPECT_EQ(nomatrix.route(), magicube::Route::Dense);
@@ -834,6 +841,60 @@ TEST(ApiGpu, DenseRouteIsBitExact) {
         std::vector<int64_t> b2 = random_dense(rng, k * 33, s.rhs);
         EXPECT_EQ(op.multiply(a, b2, 33), magicube::reference_spmm(a, b2, 33));
       }
+    }
+  }
+}
+
+// Outputs other than int32 on the dense route: the GEMM's int32 result in the workspace, the
+// epilogue kernel writing C (and C^T) with the sparse kernels' scales, bias and rounding.
+TEST(ApiGpu, DenseRouteFloatAndInt64Outputs) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::string why;
+  if (!dense_available(&why)) GTEST_SKIP() << "no cuBLASLt: " << why;
+  std::mt19937_64 rng(27);
+  const int arch = ctx->compute_capability() >= 90 ? 90 : 80;
+  const auto forced = dense_options(magicube::DenseRoute::Forced);
+  for (const char *text : {"spmm.s8xs8.v8.f16+rc+colbias", "spmm.s4xu7.v4.f32+t+rowbias", "spmm.s8xs8.v8.bf16",
+                           "spmm.s8xs8.v8.bf16+rc+rowbias", "spmm.s8xs8.v2.i64"}) {
+    const OpSpec s = magicube::parse_spec(std::string(text) + ".sm_" + std::to_string(arch));
+    const int64_t m = 77, k = 256;  // M not a multiple of V
+    magicube::VectorSparse a = random_vector_sparse(rng, m, k, s.v, k / 2, s.lhs);
+    for (int64_t n : {1, 70, 512}) {
+      SCOPED_TRACE(std::string(text) + " n=" + std::to_string(n));
+      std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+      const std::vector<int64_t> exact = magicube::reference_spmm(a, b, n);
+      const magicube::EpilogueArgs e = random_epilogue(rng, s, m, n);
+      std::vector<int64_t> want(exact.size());
+      for (int64_t i = 0; i < m * n; ++i)
+        want[size_t(i)] = magicube::is_float(s.out) ? stored_bits(s.out, magicube::dequantize(s, exact[i], e, i / n, i % n))
+                                                    : exact[size_t(i)];
+      magicube::Spmm op(s, a, n, forced);
+      ASSERT_EQ(op.route(), magicube::Route::Dense);
+      EXPECT_EQ(op.multiply(a, b, n, e), want);  // the op's own workspace, grown for the scratch
+      EXPECT_EQ(magicube::spmm_host(s, a, b, n, e, forced), want);
+      // Device operands, the caller's workspace, C^T (the epilogue indexes scales by C's row).
+      op.load();
+      magicube::DeviceLhs da = op.upload(op.pack_lhs(a));
+      magicube::DeviceRhs db = op.upload(op.pack_rhs(b, k, n));
+      magicube::DeviceBuffer ct = op.allocate_output(n, m);
+      ASSERT_EQ(op.workspace_bytes(m, n), magicube::DenseGemm::kDefaultWorkspace + size_t((m * n * 4 + 255) / 256 * 256));
+      auto ws = magicube::DeviceBuffer::allocate(op.workspace_bytes(m, n));
+      ASSERT_TRUE(bool(ws)) << llvm::toString(ws.takeError());
+      ASSERT_FALSE(bool(ct.memset(0xab)));
+      std::optional<magicube::DeviceEpilogue> de;
+      if (magicube::is_float(s.out)) de.emplace(op.upload(e));
+      op.run_dense(da.dense.ptr(), db.dense_t.ptr(), ct.ptr(), m, k, n, true, ws->ptr(), ws->bytes(), nullptr,
+                   de ? &*de : nullptr);
+      ASSERT_FALSE(bool(ctx->synchronize()));
+      auto got_t = magicube::download_stored(ct, m * n, s.out);
+      ASSERT_TRUE(bool(got_t)) << llvm::toString(got_t.takeError());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          ASSERT_EQ((*got_t)[size_t(j * m + i)], want[size_t(i * n + j)]) << "C^T[" << j << ", " << i << "]";
+      // A workspace without room for the scratch is refused before any GPU work.
+      expect_error([&] { op.run_dense(da.dense.ptr(), db.dense_t.ptr(), ct.ptr(), m, k, n, true, ws->ptr(),
+                                      magicube::DenseGemm::kDefaultWorkspace, nullptr, de ? &*de : nullptr); },
+                   Kind::Invalid, "workspace: 33554432 bytes given");
     }
   }
 }

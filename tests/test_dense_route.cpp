@@ -43,7 +43,7 @@ const DeviceFacts kH100 = DeviceFacts::reference_for(90);
 
 }  // namespace
 
-TEST(DenseRoute, ComputesInt8OperandsWithAnInt32Output) {
+TEST(DenseRoute, ComputesInt8OperandsWithAnyOutput) {
   EXPECT_EQ(dense_route_refusal(spmm("s8", "s8", 8)), "");
   EXPECT_EQ(dense_route_refusal(spmm("s4", "s8", 2)), "");
   EXPECT_EQ(dense_route_refusal(spmm("u7", "s5", 4)), "");
@@ -51,7 +51,8 @@ TEST(DenseRoute, ComputesInt8OperandsWithAnInt32Output) {
             "lhs u8 does not fit int8 (the dense route takes signed up to 8 bits, unsigned up to 7)");
   EXPECT_EQ(dense_route_refusal(spmm("s8", "s12", 8)),
             "rhs s12 does not fit int8 (the dense route takes signed up to 8 bits, unsigned up to 7)");
-  EXPECT_EQ(dense_route_refusal(spmm("s8", "s8", 8, OutType::F16)), "the dense route writes int32 only (out is f16)");
+  for (OutType out : {OutType::Int64, OutType::F32, OutType::F16, OutType::BF16})
+    EXPECT_EQ(dense_route_refusal(spmm("s8", "u7", 8, out)), "") << out_name(out);
   OpSpec sd = spmm("s8", "s8", 8);
   sd.op = OpKind::SDDMM;
   EXPECT_EQ(dense_route_refusal(sd), "the dense route runs SpMM only");

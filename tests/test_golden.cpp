@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/codegen.h"
+#include "compiler/dense_epilogue.h"
 #include "compiler/planner.h"
 
 using namespace magicube;
@@ -96,16 +97,13 @@ std::string first_difference(const std::string &want, const std::string &got, co
 
 class GoldenKernels : public ::testing::TestWithParam<Golden> {};
 
-TEST_P(GoldenKernels, MatchTheReviewedSource) {
-  const Golden &g = GetParam();
-  auto ks = generate(golden_plan(g));
-  ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
-  const std::string path = golden_path(g);
+// Compares `source` with the golden file at `path` (or rewrites it under MAGICUBE_UPDATE_GOLDEN=1).
+void expect_golden(const std::string &path, const std::string &source, const std::string &what) {
   const char *update = std::getenv("MAGICUBE_UPDATE_GOLDEN");
   if (update && std::string(update) == "1") {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::ofstream out(path, std::ios::binary);
-    out << ks->source;
+    out << source;
     ASSERT_TRUE(bool(out)) << "cannot write " << path;
     std::cout << "updated " << path << "\n";
     return;
@@ -114,10 +112,29 @@ TEST_P(GoldenKernels, MatchTheReviewedSource) {
   ASSERT_TRUE(bool(in)) << "no golden file " << path << " (MAGICUBE_UPDATE_GOLDEN=1 writes it)";
   std::stringstream want;
   want << in.rdbuf();
-  if (want.str() != ks->source)
-    ADD_FAILURE() << "generated source of " << g.spec << " differs from " << path
+  if (want.str() != source)
+    ADD_FAILURE() << "generated source of " << what << " differs from " << path
                   << " (review the change; MAGICUBE_UPDATE_GOLDEN=1 rewrites the golden files):\n"
-                  << first_difference(want.str(), ks->source, path);
+                  << first_difference(want.str(), source, path);
+}
+
+TEST_P(GoldenKernels, MatchTheReviewedSource) {
+  const Golden &g = GetParam();
+  auto ks = generate(golden_plan(g));
+  ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
+  expect_golden(golden_path(g), ks->source, g.spec);
+}
+
+// The dense route's epilogue kernel (compiler/dense_epilogue.h): a float output with every
+// epilogue term into a column-major C, and the plain int64 widening.
+TEST(GoldenDenseEpilogue, MatchesTheReviewedSource) {
+  for (auto [spec_text, transposed] : {std::pair{"spmm.s8xs8.v8.bf16+rc+rowbias.sm_90", true}, {"spmm.s8xs8.v8.i64.sm_90", false}}) {
+    auto spec = parse_opspec(spec_text);
+    ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+    const KernelSource k = dense_epilogue_source(*spec, transposed);
+    expect_golden(std::string(MAGICUBE_SOURCE_DIR) + "/tests/golden/" + k.name + ".cu", k.source, spec_text);
+    for (const std::string &line : lines_of(k.source)) EXPECT_LE(line.size(), 120u) << line;
+  }
 }
 
 // The golden kernels read like hand-written code: no arithmetic left to fold, no line past

@@ -48,10 +48,12 @@
  * capturing (magicube_op_load loads the op's main kernel only, not the repack kernels).
  * The first run of an op compiles its kernels (NVRTC, through the memory and disk caches).
  *
- * The dense route (opt-in, SpMM only): an SpMM with an int32 output whose operands fit int8
- * may run as a dense int8 GEMM (cuBLASLt, dlopen'ed at first use: libcublasLt.so.13) where
- * that is faster than the sparse kernel for the matrix (pruned LLM weights at 50-70 %
- * sparsity and prefill-sized N usually are). Its packed weight holds a dense int8 copy of A
+ * The dense route (opt-in, SpMM only): an SpMM whose operands fit int8 (any output) may run
+ * as a dense int8 GEMM (cuBLASLt, dlopen'ed at first use: libcublasLt.so.13) where that is
+ * faster than the sparse kernel for the matrix (pruned LLM weights at 50-70 % sparsity and
+ * prefill-sized N usually are). An output other than int32 (int64; f32, f16, bf16 with the
+ * op's scales and bias) is written from the GEMM's exact int32 result by an epilogue kernel,
+ * bit for bit as the sparse kernels write it. Its packed weight holds a dense int8 copy of A
  * (M x K bytes) instead of the sparse arrays, so the caller must allow it:
  *
  *   magicube_op_options_ex o = {sizeof o, -1, 0, MAGICUBE_DENSE_ALLOWED};
@@ -164,9 +166,8 @@ typedef enum magicube_dense_route {
   MAGICUBE_DENSE_NEVER = 0,   /* the sparse kernel (the default) */
   MAGICUBE_DENSE_ALLOWED = 1, /* the dispatch compares the routes for the matrix given to op_create_ex
                                  (sparse without a matrix, or with a knob pinned in the spec or a candidate) */
-  MAGICUBE_DENSE_FORCED = 2   /* dense, or MAGICUBE_ERROR_INVALID naming why not (an output other than
-                                 int32, an operand wider than int8, K not a multiple of 4, an SDDMM,
-                                 libcublasLt unavailable) */
+  MAGICUBE_DENSE_FORCED = 2   /* dense, or MAGICUBE_ERROR_INVALID naming why not (an operand wider
+                                 than int8, K not a multiple of 4, an SDDMM, libcublasLt unavailable) */
 } magicube_dense_route;
 
 /* The options of magicube_op_create_ex: magicube_op_options and what came after it. `size`
@@ -326,7 +327,9 @@ typedef struct magicube_epilogue {
  * multiple of 256, 16-byte aligned; and C ROW_MAJOR). epilogue: NULL for integer outputs.
  * A dense op (its blob 256-byte aligned): the workspace holds cuBLASLt's (32 MiB) and, unless
  * B is read in place (COL_MAJOR, a 1-byte dtype, 256-byte aligned: exactly the GEMM's
- * operand), B transposed to N x K int8 (a repack kernel). C is written directly in either
+ * operand), B transposed to N x K int8 (a repack kernel), and for an output other than int32
+ * the GEMM's int32 result (M x N x 4 bytes), from which the epilogue kernel writes C in either
+ * layout (aligned to its element). An int32 C is written directly in either
  * layout (COL_MAJOR: cuBLASLt computes C^T with the operands swapped) when it is 256-byte
  * aligned, else through the workspace (M x N int32 more) and a transpose kernel.
  * On sm_90 the decode kernel (small N) is a programmatic dependent launch: it may start while

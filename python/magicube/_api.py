@@ -63,7 +63,7 @@ class Op:
     for SpMM, the mask for SDDMM) and `n_or_k` (N for SpMM, K for SDDMM) the dispatch plans
     for that matrix (a tuning record or the policy); without, the policy's defaults.
 
-    allow_dense (SpMM with an int32 output, operands that fit int8): True lets the dispatch run
+    allow_dense (SpMM with operands that fit int8, any output): True lets the dispatch run
     the op as a dense int8 GEMM (cuBLASLt) where that is faster for the matrix, keeping a dense
     copy of A (M x K bytes) in the packed weight instead of the sparse one; "force" always does
     (or raises, naming why not); False (the default) never. `route` and `route_why` say what

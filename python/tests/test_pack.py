@@ -125,10 +125,16 @@ def test_dense_route_is_opt_in_and_refused_where_it_cannot_compute():
     assert magicube.Op("spmm.s8xs8.v8.i32.sm_90", w, 64, allow_dense=True).route_why != ""
     with pytest.raises(magicube.Error, match=r"lhs u8 does not fit int8"):
         magicube.pack_weight(w.astype(np.uint8) & 0x7F, "spmm.u8xs8.v8.i32.sm_90", allow_dense="force")
-    with pytest.raises(magicube.Error, match=r"the dense route writes int32 only \(out is bf16\)"):
-        magicube.pack_weight(w, "spmm.s8xs8.v8.bf16+rc.sm_90", allow_dense="force")
     with pytest.raises(magicube.Error, match="allow_dense: 'yes'"):
         magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", allow_dense="yes")
+
+
+def test_dense_route_takes_float_outputs():
+    rng = np.random.default_rng(13)
+    w = vector_sparse(rng, 40, 96, 8, 0.3)
+    p = _dense_or_skip(w, "spmm.s8xs8.v8.bf16+rc+rowbias.sm_90", n=64)
+    assert p.op.route == "dense" and p.header.route == 1
+    assert np.array_equal(p.blob[p.header.dense_offset:][:40 * 96].view(np.int8).reshape(40, 96), w)
 
 
 def test_dense_packed_weight_holds_a_dense_copy():

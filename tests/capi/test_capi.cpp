@@ -484,8 +484,6 @@ TEST(CApi, DenseOptionsAreSizedAndChecked) {
   expect_invalid(magicube_op_create_ex("spmm.u8xs8.v8.i32.sm_90", &m, 64, &o, &op),
                  "route: the dense route cannot run spmm.u8xs8.v8.i32.sm_90: lhs u8 does not fit int8 (the dense route "
                  "takes signed up to 8 bits, unsigned up to 7)");
-  expect_invalid(magicube_op_create_ex("spmm.s8xs8.v8.f16+rc.sm_90", &m, 64, &o, &op),
-                 "the dense route writes int32 only (out is f16)");
   expect_invalid(magicube_op_create_ex("sddmm.s8xs8.v8.i32.sm_90", &m, 64, &o, &op),
                  "dense: the dense route runs SpMM only");
   // The C++ header passes the option through.

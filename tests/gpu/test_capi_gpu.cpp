@@ -76,6 +76,26 @@ struct SpmmCase {
   magicube_dtype b_dtype;
 };
 
+// Random scales and bias for what the spec reads (none for an integer output).
+magicube::EpilogueArgs random_epilogue(std::mt19937_64 &rng, const magicube::OpSpec &s, int64_t m, int64_t n) {
+  magicube::EpilogueArgs e;
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  if (s.scale == magicube::Scale::Tensor) e.alpha = 0.0173f;
+  if (s.scale == magicube::Scale::RowCol) {
+    for (int64_t i = 0; i < m; ++i) e.row_scale.push_back(u(rng) * 1e-2f);
+    for (int64_t i = 0; i < n; ++i) e.col_scale.push_back(u(rng) * 1e-2f);
+  }
+  if (s.bias != magicube::Bias::None)
+    for (int64_t i = 0, nb = s.bias == magicube::Bias::Row ? m : n; i < nb; ++i) e.bias.push_back(u(rng) * 10 - 5);
+  return e;
+}
+
+// The C ABI's view of `e` (host pointers, for magicube_spmm_host).
+magicube_epilogue c_epilogue(const magicube::EpilogueArgs &e) {
+  return {e.alpha, e.row_scale.empty() ? nullptr : e.row_scale.data(), e.col_scale.empty() ? nullptr : e.col_scale.data(),
+          e.bias.empty() ? nullptr : e.bias.data()};
+}
+
 TEST(CApiGpu, SpmmDeviceOperandsAnyLayoutAnyN) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::mt19937_64 rng(5);
@@ -97,17 +117,8 @@ TEST(CApiGpu, SpmmDeviceOperandsAnyLayoutAnyN) {
     for (int64_t n : {1, 5, 256, 333}) {
       auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
       const auto ref = magicube::reference_spmm(a, b, n);
-      magicube::EpilogueArgs e;
-      std::uniform_real_distribution<float> u(0.5f, 1.5f);
-      if (s.scale == magicube::Scale::Tensor) e.alpha = 0.0173f;
-      if (s.scale == magicube::Scale::RowCol) {
-        for (int64_t i = 0; i < m; ++i) e.row_scale.push_back(u(rng) * 1e-2f);
-        for (int64_t i = 0; i < n; ++i) e.col_scale.push_back(u(rng) * 1e-2f);
-      }
-      if (s.bias != magicube::Bias::None)
-        for (int64_t i = 0, nb = s.bias == magicube::Bias::Row ? m : n; i < nb; ++i) e.bias.push_back(u(rng) * 10 - 5);
-      const magicube_epilogue ce{e.alpha, e.row_scale.empty() ? nullptr : e.row_scale.data(),
-                                 e.col_scale.empty() ? nullptr : e.col_scale.data(), e.bias.empty() ? nullptr : e.bias.data()};
+      const magicube::EpilogueArgs e = random_epilogue(rng, s, m, n);
+      const magicube_epilogue ce = c_epilogue(e);
 
       std::vector<int64_t> a64 = dense_a;
       const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
@@ -204,7 +215,10 @@ TEST(CApiGpu, DenseRouteHostOperandsEveryLayout) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::mt19937_64 rng(15);
   const std::vector<SpmmCase> cases = {
-      {"spmm.s8xs8.v8.i32", MAGICUBE_INT8}, {"spmm.s4xu7.v4.i32", MAGICUBE_UINT8}, {"spmm.s8xs8.v8.i32", MAGICUBE_INT16}};
+      {"spmm.s8xs8.v8.i32", MAGICUBE_INT8},         {"spmm.s4xu7.v4.i32", MAGICUBE_UINT8},
+      {"spmm.s8xs8.v8.i32", MAGICUBE_INT16},        {"spmm.s8xs8.v8.bf16+rc+rowbias", MAGICUBE_INT8},
+      {"spmm.s8xs4.v8.f16+t+colbias", MAGICUBE_INT8}, {"spmm.s8xs8.v4.f32+rc", MAGICUBE_INT8},
+      {"spmm.s8xs8.v8.i64", MAGICUBE_INT8}};
   const int64_t m = 77, k = 256;  // M not a multiple of V
   for (const SpmmCase &c : cases) {
     const std::string spec = with_arch(c.spec);
@@ -215,6 +229,8 @@ TEST(CApiGpu, DenseRouteHostOperandsEveryLayout) {
     for (int64_t n : {1, 7, 64, 512}) {
       auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
       const auto ref = magicube::reference_spmm(a, b, n);
+      const magicube::EpilogueArgs e = random_epilogue(rng, s, m, n);
+      const magicube_epilogue ce = c_epilogue(e);
       std::string why;
       OpHandle op;
       op.op = dense_op(spec, a64, m, k, n, &why);
@@ -225,19 +241,22 @@ TEST(CApiGpu, DenseRouteHostOperandsEveryLayout) {
       ASSERT_EQ(magicube_op_load(op.op), MAGICUBE_SUCCESS) << magicube_last_error();
       PackedHandle pa;
       ASSERT_EQ(magicube_pack(op.op, &am, &pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
+      int64_t out_dtype = 0, w = 0;
+      magicube_op_query(op.op, MAGICUBE_QUERY_OUTPUT_DTYPE, &out_dtype);
+      magicube_op_query(op.op, MAGICUBE_QUERY_OUTPUT_ELEMENT_BYTES, &w);
       for (magicube_layout bl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR})
         for (magicube_layout cl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR}) {
           auto bsrc = as_dtype(bl == MAGICUBE_ROW_MAJOR ? b : transpose(b, k, n), c.b_dtype);
-          std::vector<uint8_t> out(size_t(m * n * 4), 0xab);
-          const magicube_dense bd{bsrc.data(), c.b_dtype, bl}, cd{out.data(), MAGICUBE_INT32, cl};
+          std::vector<uint8_t> out(size_t(m * n * w), 0xab);
+          const magicube_dense bd{bsrc.data(), c.b_dtype, bl}, cd{out.data(), magicube_dtype(out_dtype), cl};
           ASSERT_EQ(magicube_spmm_host(op.op, magicube_packed_get_header(pa.p), magicube_packed_data(pa.p), &bd, n, &cd,
-                                       nullptr),
+                                       magicube::is_float(s.out) ? &ce : nullptr),
                     MAGICUBE_SUCCESS)
               << spec << ": " << magicube_last_error();
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) {
               const size_t at = size_t(cl == MAGICUBE_ROW_MAJOR ? i * n + j : j * m + i);
-              ASSERT_EQ(element(out, at, 4, true), ref[size_t(i * n + j)])
+              ASSERT_EQ(element(out, at, size_t(w), !magicube::is_float(s.out)), expected(s, ref[size_t(i * n + j)], e, i, j))
                   << spec << " n=" << n << " b " << bl << " c " << cl << " at (" << i << ", " << j << ")";
             }
         }
@@ -375,6 +394,98 @@ TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
   g.stream_destroy(stream);
 }
 
+
+// A float output on the dense route from device pointers: C at an address aligned only to its
+// element (the epilogue kernel writes it; no transpose), both layouts, device scale and bias
+// vectors, then the run captured in a CUDA graph after a warm-up run and replayed on new B.
+TEST(CApiGpu, DenseRouteFloatOutputOnDevicePointersInACudaGraph) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(17);
+  const std::string spec = with_arch("spmm.s8xs8.v8.bf16+rc+rowbias");
+  const magicube::OpSpec s = magicube::parse_spec(spec);
+  const int64_t m = 77, k = 256, n = 64;
+  magicube::VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
+  std::vector<int64_t> a64 = magicube::to_dense(a);
+  const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
+  std::string why;
+  OpHandle op;
+  op.op = dense_op(spec, a64, m, k, n, &why);
+  if (!op.op) GTEST_SKIP() << why;
+  ASSERT_EQ(magicube_op_load(op.op), MAGICUBE_SUCCESS) << magicube_last_error();
+  PackedHandle pa;
+  ASSERT_EQ(magicube_pack(op.op, &am, &pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
+  const magicube_packed_header *h = magicube_packed_get_header(pa.p);
+  auto blob = magicube::DeviceBuffer::from(std::vector<uint8_t>(
+      static_cast<const uint8_t *>(magicube_packed_data(pa.p)),
+      static_cast<const uint8_t *>(magicube_packed_data(pa.p)) + magicube_packed_bytes(pa.p)));
+  const magicube::EpilogueArgs e = random_epilogue(rng, s, m, n);
+  auto rs = magicube::DeviceBuffer::from(e.row_scale), cs = magicube::DeviceBuffer::from(e.col_scale),
+       bias = magicube::DeviceBuffer::from(e.bias);
+  auto bbuf = magicube::DeviceBuffer::allocate(size_t(k * n));
+  auto cbuf = magicube::DeviceBuffer::allocate(size_t(m * n) * 2 + 256);
+  ASSERT_TRUE(blob && rs && cs && bias && bbuf && cbuf);
+  const magicube_epilogue de{e.alpha, reinterpret_cast<const float *>(rs->ptr()),
+                             reinterpret_cast<const float *>(cs->ptr()), reinterpret_cast<const float *>(bias->ptr())};
+  magicube::DeviceBuffer ws;
+  auto run = [&](const std::vector<int64_t> &b, magicube_layout cl, size_t c_off, CUstream stream) {
+    std::vector<uint8_t> bsrc = as_dtype(b, MAGICUBE_INT8);
+    EXPECT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size())));
+    EXPECT_FALSE(bool(cbuf->memset(0xab)));
+    const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
+    const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr() + c_off), MAGICUBE_BFLOAT16, cl};
+    size_t ws_bytes = 0;
+    EXPECT_EQ(magicube_spmm_workspace_bytes(op.op, h, &bd, n, &cd, &ws_bytes), MAGICUBE_SUCCESS) << magicube_last_error();
+    if (ws.bytes() < ws_bytes) ws = std::move(*magicube::DeviceBuffer::allocate(ws_bytes));
+    return magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, &de,
+                             reinterpret_cast<void *>(ws.ptr()), ws.bytes(), stream);
+  };
+  auto check = [&](const std::vector<int64_t> &b, magicube_layout cl, size_t c_off) {
+    std::vector<uint8_t> out(size_t(m * n) * 2);
+    ASSERT_FALSE(bool(cbuf->download_bytes(out.data(), out.size(), c_off)));
+    const auto ref = magicube::reference_spmm(a, b, n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_EQ(element(out, size_t(cl == MAGICUBE_ROW_MAJOR ? i * n + j : j * m + i), 2, false),
+                  expected(s, ref[size_t(i * n + j)], e, i, j))
+            << "c " << cl << " +" << c_off << " at (" << i << ", " << j << ")";
+  };
+  for (size_t c_off : {size_t(0), size_t(2)})
+    for (magicube_layout cl : {MAGICUBE_ROW_MAJOR, MAGICUBE_COL_MAJOR}) {
+      auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
+      ASSERT_EQ(run(b, cl, c_off, nullptr), MAGICUBE_SUCCESS) << magicube_last_error();
+      ASSERT_FALSE(bool(ctx->synchronize()));
+      check(b, cl, c_off);
+    }
+
+  GraphApi g;
+  if (!g.ok) GTEST_SKIP() << "libcuda.so.1 lacks the stream capture calls";
+  CUstream stream = nullptr;
+  ASSERT_EQ(g.stream_create(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
+  ASSERT_EQ(run(b, MAGICUBE_COL_MAJOR, 2, stream), MAGICUBE_SUCCESS) << magicube_last_error();
+  ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
+  b = magicube::testing::random_dense(rng, k * n, s.rhs);
+  std::vector<uint8_t> bsrc = as_dtype(b, MAGICUBE_INT8);
+  ASSERT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size())));
+  ASSERT_FALSE(bool(cbuf->memset(0xab)));
+  ASSERT_EQ(g.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
+  const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr() + 2), MAGICUBE_BFLOAT16, MAGICUBE_COL_MAJOR};
+  const int status = magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, &de,
+                                       reinterpret_cast<void *>(ws.ptr()), ws.bytes(), stream);
+  const std::string message = status ? magicube_last_error() : "";
+  CUgraph graph = nullptr;
+  ASSERT_EQ(g.end_capture(stream, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(g.instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(g.launch(exec, stream), CUDA_SUCCESS);
+  ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
+  check(b, MAGICUBE_COL_MAJOR, 2);
+  g.exec_destroy(exec);
+  g.graph_destroy(graph);
+  g.stream_destroy(stream);
+}
 
 // Two sparse layers (N = 16: decode kernels, on sm_90 programmatic dependent launches) captured
 // back to back into a CUDA graph (the second gets a programmatic edge from the first), replayed

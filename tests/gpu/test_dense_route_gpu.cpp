@@ -1,6 +1,6 @@
 // The dense route on the GPU: through the library's pipeline (as magicube run, tune and the
-// bench use it) its int32 output equals the int64 reference for every int8-fitting
-// precision, V and an awkward N; the dispatch's forced route runs the same. Skips with a
+// bench use it) its output equals the int64 reference (int32, int64, and the float outputs
+// as the epilogue rounds it) for every int8-fitting precision, V and an awkward N; the dispatch's forced route runs the same. Skips with a
 // one-line reason where there is no GPU, or where libcublasLt cannot be loaded.
 #include <gtest/gtest.h>
 
@@ -20,6 +20,8 @@ struct Problem {
   int v;
   int64_t m, k, n;
   double sparsity;
+  OutType out = OutType::Int32;
+  Scale scale = Scale::None;
 };
 
 // Runs the dense route of `p` through the pipeline; "" when bit-exact.
@@ -29,6 +31,8 @@ std::string run_dense(Context &ctx, const Problem &p, uint64_t seed) {
   s.lhs = llvm::cantFail(parse_elem(p.lhs, "lhs"));
   s.rhs = llvm::cantFail(parse_elem(p.rhs, "rhs"));
   s.v = p.v;
+  s.out = p.out;
+  s.scale = p.scale;
   s.pinned = 0;
   VectorSparse a = synthetic_sparse(rng, p.m, p.k, p.sparsity, p.v, s.lhs);
   std::vector<int64_t> b = random_dense(rng, p.k * p.n, s.rhs);
@@ -59,11 +63,16 @@ TEST(DenseRouteGpu, BitExactForEveryInt8Precision) {
       {"s4", "s8", 4, 256, 512, 33, 0.5},    {"s4", "s4", 2, 130, 256, 16, 0.9},   // odd N, M = 65 row-blocks of 2
       {"u7", "s5", 8, 384, 1024, 100, 0.7},  {"s8", "u7", 1, 64, 4096, 8, 0.0},    // V=1, no zero vector
       {"s2", "s8", 8, 2048, 2048, 512, 0.9},
+      // Other outputs: the GEMM's int32 result and the epilogue kernel (the pipeline's unit scales).
+      {"s8", "s8", 8, 1000, 2048, 100, 0.5, OutType::F16, Scale::RowCol},
+      {"s4", "u7", 4, 256, 512, 33, 0.7, OutType::BF16},
+      {"s8", "s8", 8, 512, 1024, 512, 0.5, OutType::F32, Scale::Tensor},
+      {"s8", "s8", 2, 130, 4096, 7, 0.0, OutType::Int64},
   };
   uint64_t seed = 1;
   for (const Problem &p : problems)
     EXPECT_EQ(run_dense(*ctx, p, seed++), "") << p.lhs << "x" << p.rhs << " V=" << p.v << " M=" << p.m << " K=" << p.k
-                                               << " N=" << p.n << " s=" << p.sparsity;
+                                               << " N=" << p.n << " s=" << p.sparsity << " out " << out_name(p.out);
 }
 
 TEST(DenseRouteGpu, RunDoesNotSynchronizeAndRepeatsExactly) {

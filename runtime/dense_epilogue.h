@@ -1,0 +1,36 @@
+// The dense route's epilogue on the device: where the op's output is not int32, the dense GEMM
+// writes its exact int32 result into a scratch buffer of the caller's workspace, and one
+// elementwise kernel (compiler/dense_epilogue.h) writes the output from it: int64, or f32 /
+// f16 / bf16 dequantized and rounded exactly as the sparse kernels do.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "compiler/ir.h"
+#include "llvm/Support/Error.h"
+
+namespace magicube {
+
+class Context;
+struct DeviceEpilogue;
+
+// Whether the dense route needs the int32 scratch for `spec`'s output (every output but int32).
+bool dense_needs_scratch(const OpSpec &spec);
+// Bytes of that scratch for an M x N result, rounded up to 256 (0 when not needed); the
+// product's overflow is the caller's to have checked.
+size_t dense_scratch_bytes(const OpSpec &spec, int64_t m, int64_t n);
+
+// Queues out = epilogue(acc) on `stream`: acc and out hold rows x cols elements, row-major;
+// transposed: they are C^T (rows = N, cols = M) for the scales and bias. `e` as Kernel::launch
+// takes it (null: alpha 1, no vectors); vectors the spec needs but `e` lacks are refused. No
+// allocation, no synchronization (the kernel is compiled and loaded on first use).
+llvm::Error dense_epilogue_on_device(const Context &ctx, const OpSpec &spec, CUdeviceptr acc, CUdeviceptr out,
+                                     int64_t rows, int64_t cols, bool transposed, const DeviceEpilogue *e,
+                                     CUstream stream);
+// Compiles and loads the kernel for `spec` now (the C ABI's load, before graph capture).
+llvm::Error preload_dense_epilogue(const Context &ctx, const OpSpec &spec);
+
+}  // namespace magicube
