@@ -15,13 +15,14 @@
 
 namespace magicube {
 
-inline constexpr int kDenseEpilogueThreads = 256;  // threads per block, along the stored rows
+inline constexpr int kDenseEpilogueThreads = 256;  // threads per block, four stored columns each
 
 // The kernel for `spec` (an SpMM with an output other than int32), e.g.
 // magicube_dense_epilogue_bf16_rowcol_rowbias_ct. Kernel parameters: (const int *acc,
 // <out> *out, long long rows, long long cols, float alpha, const float *row_scale,
 // const float *col_scale, const float *bias), rows x cols as stored; grid (x: column tiles
-// of kDenseEpilogueThreads, y: rows, strided past 65535), block kDenseEpilogueThreads.
+// of 4 * kDenseEpilogueThreads, y: rows, strided past 65535), block kDenseEpilogueThreads;
+// the accumulators 16-byte aligned (the workspace's scratch is).
 KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed);
 // NVRTC options it needs (float outputs: --fmad=false, as nvrtc_options gives the sparse kernels).
 std::vector<std::string> dense_epilogue_options(const OpSpec &spec);

@@ -24,9 +24,10 @@ std::string trim_blank(std::string s) {
 
 Snippets::Snippets() {
   parse(kTemplate_fragments_cuh);
-  // MC_FN: how epilogue_math.cuh's functions are declared on the device (the CPU defines it
-  // as inline).
-  parse(kTemplate_epilogue_math_cuh, {"MC_FN", "#define MC_FN __device__ __forceinline__\n"});
+  // MC_FN and MC_F32_BITS: how epilogue_math.cuh's functions are declared and read a float's
+  // bits on the device (the CPU defines them as inline and a memcpy).
+  parse(kTemplate_epilogue_math_cuh,
+        {"MC_FN", "#define MC_FN __device__ __forceinline__\n#define MC_F32_BITS(f) __float_as_uint(f)\n"});
 }
 
 void Snippets::parse(const std::string &file_text, const std::pair<std::string, std::string> &first) {

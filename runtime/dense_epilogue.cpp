@@ -38,7 +38,9 @@ llvm::Error dense_epilogue_on_device(const Context &ctx, const OpSpec &spec, CUd
   if (rows == 0 || cols == 0) return llvm::Error::success();
   auto fn = epilogue_function(ctx, spec, transposed);
   if (!fn) return fn.takeError();
-  const int64_t gx = (cols + kDenseEpilogueThreads - 1) / kDenseEpilogueThreads, gy = std::min(rows, kMaxGridY);
+  if (acc % 16 != 0) return err("dense epilogue: the int32 sums are not 16-byte aligned");
+  const int64_t per_block = 4 * kDenseEpilogueThreads;
+  const int64_t gx = (cols + per_block - 1) / per_block, gy = std::min(rows, kMaxGridY);
   if (gx > INT32_MAX) return err("dense epilogue: " + std::to_string(cols) + " columns exceed the grid");
   long long r = rows, c = cols;
   EpilogueValues v = *ev;

@@ -8,8 +8,15 @@ namespace {
 using std::frexp;
 using std::ldexp;
 using std::rint;
+inline unsigned f32_pattern(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 #define MC_FN inline
+#define MC_F32_BITS(f) f32_pattern(f)
 #include "templates/epilogue_math.cuh"
+#undef MC_F32_BITS
 #undef MC_FN
 }  // namespace
 
@@ -24,8 +31,12 @@ uint32_t f32_bits(double x) {
   std::memcpy(&u, &f, 4);
   return u;
 }
-uint16_t f16_bits(double x) { return mc_to_f16(x); }
-uint16_t bf16_bits(double x) { return mc_to_bf16(x); }
+// The documented rounding itself (mc_round_bits), against which the kernels' conversions
+// (mc_to_f16, mc_to_bf16) are tested here and on the GPU.
+uint16_t f16_bits(double x) { return uint16_t(mc_round_bits(x, 10, 5, -14, 15)); }
+uint16_t bf16_bits(double x) { return uint16_t(mc_round_bits(x, 7, 8, -126, 127)); }
+uint16_t kernel_f16_bits(double x) { return mc_to_f16(x); }
+uint16_t kernel_bf16_bits(double x) { return mc_to_bf16(x); }
 
 double f16_value(uint16_t h) {
   int e = (h >> 10) & 31, m = h & 1023;

@@ -22,6 +22,10 @@ double dequantize(const OpSpec &spec, int64_t acc, const EpilogueArgs &args, int
 uint32_t f32_bits(double x);
 uint16_t f16_bits(double x);
 uint16_t bf16_bits(double x);
+// The same as the kernels compute them (round to odd into a float, then to nearest even):
+// equal to f16_bits and bf16_bits for every double (tests/test_epilogue.cpp).
+uint16_t kernel_f16_bits(double x);
+uint16_t kernel_bf16_bits(double x);
 double f16_value(uint16_t bits);
 double bf16_value(uint16_t bits);
 

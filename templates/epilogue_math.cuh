@@ -1,5 +1,7 @@
 //@ Shared verbatim with the CPU (runtime/epilogue.cpp includes this file); codegen emits
 //@ only the snippets a kernel calls ("//@snippet NAME [needs NAME...]", compiler/snippets.h).
+//@ MC_FN declares a function, MC_F32_BITS(f) is a float's bit pattern (unsigned): each side
+//@ defines both (compiler/snippets.cpp for the kernels, runtime/epilogue.cpp for the CPU).
 // ---------------------------------------------------------------------------------------
 // Float epilogue math (templates/epilogue_math.cuh), shared verbatim by generated kernels
 // (MC_FN = __device__ __forceinline__) and the CPU reference (MC_FN = inline), so both
@@ -21,6 +23,7 @@ MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
   double a = x < 0 ? -x : x;
   const unsigned inf = ((1u << ew) - 1u) << mb;
   if (a != a) return (sign << (ew + mb)) | inf | (1u << (mb - 1));  // NaN
+  if (a > 1.7976931348623157e308) return (sign << (ew + mb)) | inf;  // infinity (a scale or bias of inf)
   int e = 0;
   if (a != 0) frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
   int E = a == 0 ? emin : e - 1;
@@ -38,10 +41,43 @@ MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
   }
   return (sign << (ew + mb)) | (ebits << mb) | mant;
 }
-//@snippet mc_to_f16 needs mc_round_bits
-MC_FN unsigned short mc_to_f16(double x) { return (unsigned short)mc_round_bits(x, 10, 5, -14, 15); }
-//@snippet mc_to_bf16 needs mc_round_bits
-MC_FN unsigned short mc_to_bf16(double x) { return (unsigned short)mc_round_bits(x, 7, 8, -126, 127); }
+
+//@snippet mc_odd_f32 needs MC_FN
+// The kernels' conversions: mc_round_bits' results (tests/test_epilogue.cpp checks them against
+// it), with one double-to-float conversion instead of frexp and ldexp in double.
+// x (not NaN) as a float's bit pattern rounded to odd: toward zero, with the last mantissa bit
+// set where that was inexact. Rounding this float to nearest even into a format with at least
+// two fewer mantissa bits and no wider exponent range gives x's own nearest-even rounding
+// (round-to-odd, Boldo and Melquiond 2008): f16 and bf16 both are such formats.
+MC_FN unsigned mc_odd_f32(double x) {
+  const float f = (float)x;  // to nearest (past the float range: infinity)
+  unsigned b = MC_F32_BITS(f);
+  const double ax = x < 0 ? -x : x, af = f < 0 ? -(double)f : (double)f;
+  if (af > ax) b -= 1u;   // rounded away from zero: the float next toward it
+  if (af != ax) b |= 1u;  // inexact: odd
+  return b;
+}
+
+//@snippet mc_to_f16 needs mc_odd_f32
+MC_FN unsigned short mc_to_f16(double x) {
+  if (x != x) return 0x7e00u;  // NaN, as mc_round_bits writes it
+  const unsigned b = mc_odd_f32(x), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+  if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // >= 65520: rounds to infinity
+  if (a >= 0x38800000u)                                              // >= 2^-14: a normal f16
+    return (unsigned short)(sign | (((a + 0xfffu + ((a >> 13) & 1u)) >> 13) - (112u << 10)));
+  const unsigned e = a >> 23;                  // below: a subnormal f16, in units of 2^-24
+  if (e < 102u) return (unsigned short)sign;  // < 2^-25: rounds to zero
+  const unsigned m = (a & 0x7fffffu) | 0x800000u, shift = 126u - e;  // |x| = m >> shift units
+  const unsigned q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  return (unsigned short)(sign | (q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u)));
+}
+
+//@snippet mc_to_bf16 needs mc_odd_f32
+MC_FN unsigned short mc_to_bf16(double x) {
+  if (x != x) return 0x7fc0u;  // NaN, as mc_round_bits writes it
+  const unsigned b = mc_odd_f32(x);
+  return (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);  // nearest even at bit 16
+}
 
 //@snippet mc_dequant needs MC_FN
 // The dequantized value of one output element (scale/bias pointers may be null when the

@@ -2,6 +2,7 @@
 // the compiler's own conversions; the IR's epilogue options.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -45,6 +46,48 @@ TEST(Epilogue, RoundingMatchesTheCompilersConversions) {
     if (double(f) == x && std::isfinite(f)) ASSERT_EQ(bf16_bits(x), bb) << x;
     ASSERT_EQ(f16_value(f16_bits(x)), double(h));
   }
+}
+
+// The kernels' conversions (round to odd into a float, then to nearest even in integers) equal
+// the documented rounding (mc_round_bits) everywhere: every f16 and bf16 value, the midpoints
+// between neighbours and a double's step either side of them, the overflow and underflow
+// edges, signed zeros, infinities, NaN, and random doubles over the whole exponent range.
+TEST(Epilogue, KernelConversionsEqualTheDocumentedRounding) {
+  std::vector<double> xs = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, DBL_MAX, -DBL_MAX, DBL_MIN, 5e-324,
+                            -5e-324, FLT_MAX, -FLT_MAX, std::ldexp(1.0, -149), std::ldexp(1.0, -150),
+                            std::ldexp(3.0, -151), 65504.0, 65519.999, 65520.0, -65520.0, 1e300, -1e-300};
+  auto around = [&](double v) {
+    for (double x : {v, std::nextafter(v, INFINITY), std::nextafter(v, -INFINITY)}) xs.push_back(x), xs.push_back(-x);
+  };
+  for (uint32_t h = 0; h < 0x7c00; ++h) {  // f16: every finite value and the midpoint above it
+    const double v = f16_value(uint16_t(h)), next = f16_value(uint16_t(h + 1));
+    around(v);
+    around((v + next) / 2);  // exact in double
+  }
+  for (uint32_t h = 0; h < 0x7f80; ++h) {  // bf16 likewise
+    const double v = bf16_value(uint16_t(h)), next = bf16_value(uint16_t(h + 1));
+    around(v);
+    around((v + next) / 2);
+  }
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 2000000; ++i) {
+    const double m = double(int64_t(rng() % (1ull << 53)) - (1ll << 52));
+    xs.push_back(std::ldexp(m, int(rng() % 400) - 250));
+  }
+  for (uint32_t i = 0; i < 2000000; ++i) {  // random float bit patterns, as floats are common inputs
+    const uint32_t u = uint32_t(rng());
+    float f;
+    std::memcpy(&f, &u, 4);
+    xs.push_back(double(f));
+  }
+  int bad = 0;
+  for (double x : xs) {
+    if (kernel_f16_bits(x) != f16_bits(x) && ++bad < 10)
+      ADD_FAILURE() << "f16 of " << x << ": 0x" << std::hex << kernel_f16_bits(x) << ", documented 0x" << f16_bits(x);
+    if (kernel_bf16_bits(x) != bf16_bits(x) && ++bad < 10)
+      ADD_FAILURE() << "bf16 of " << x << ": 0x" << std::hex << kernel_bf16_bits(x) << ", documented 0x" << bf16_bits(x);
+  }
+  EXPECT_EQ(bad, 0) << " of " << xs.size() << " doubles";
 }
 
 TEST(Epilogue, DequantizeAppliesScalesAndBias) {

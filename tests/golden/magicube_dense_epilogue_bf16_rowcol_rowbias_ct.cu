@@ -15,33 +15,27 @@
 // bf16 alike); adding a bias of +0 then gives +0, as x + 0 does in any framework.
 // ---------------------------------------------------------------------------------------
 #define MC_FN __device__ __forceinline__
-// Round-to-nearest-even of a double into a binary format with `mb` mantissa bits and
-// exponents emin..emax (bias = emax); returns the bit pattern (sign at bit 1+ew+mb).
-// The sign is the IEEE sign bit, -0 included (1 / -0 = -inf): a zero sum times a negative
-// scale stores -0, as IEEE arithmetic and PyTorch (0 * -s) give.
-MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
-  const unsigned sign = (x < 0 || (x == 0 && 1.0 / x < 0)) ? 1u : 0u;
-  double a = x < 0 ? -x : x;
-  const unsigned inf = ((1u << ew) - 1u) << mb;
-  if (a != a) return (sign << (ew + mb)) | inf | (1u << (mb - 1));  // NaN
-  int e = 0;
-  if (a != 0) frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  int E = a == 0 ? emin : e - 1;
-  if (E < emin) E = emin;
-  double n = rint(ldexp(a, mb - E));  // a / 2^(E - mb), exact; ties to even
-  if (n >= ldexp(1.0, mb + 1)) {      // rounded up to the next binade
-    n = ldexp(n, -1);
-    E += 1;
-  }
-  if (E > emax) return (sign << (ew + mb)) | inf;  // overflow rounds to infinity
-  unsigned ebits = 0, mant = (unsigned)n;
-  if (n >= ldexp(1.0, mb)) {
-    ebits = (unsigned)(E + emax);
-    mant = (unsigned)n - (1u << mb);
-  }
-  return (sign << (ew + mb)) | (ebits << mb) | mant;
+#define MC_F32_BITS(f) __float_as_uint(f)
+// The kernels' conversions: mc_round_bits' results (tests/test_epilogue.cpp checks them against
+// it), with one double-to-float conversion instead of frexp and ldexp in double.
+// x (not NaN) as a float's bit pattern rounded to odd: toward zero, with the last mantissa bit
+// set where that was inexact. Rounding this float to nearest even into a format with at least
+// two fewer mantissa bits and no wider exponent range gives x's own nearest-even rounding
+// (round-to-odd, Boldo and Melquiond 2008): f16 and bf16 both are such formats.
+MC_FN unsigned mc_odd_f32(double x) {
+  const float f = (float)x;  // to nearest (past the float range: infinity)
+  unsigned b = MC_F32_BITS(f);
+  const double ax = x < 0 ? -x : x, af = f < 0 ? -(double)f : (double)f;
+  if (af > ax) b -= 1u;   // rounded away from zero: the float next toward it
+  if (af != ax) b |= 1u;  // inexact: odd
+  return b;
 }
-MC_FN unsigned short mc_to_bf16(double x) { return (unsigned short)mc_round_bits(x, 7, 8, -126, 127); }
+
+MC_FN unsigned short mc_to_bf16(double x) {
+  if (x != x) return 0x7fc0u;  // NaN, as mc_round_bits writes it
+  const unsigned b = mc_odd_f32(x);
+  return (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);  // nearest even at bit 16
+}
 
 // The dequantized value of one output element (scale/bias pointers may be null when the
 // op does not use them).
@@ -58,19 +52,34 @@ MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float 
   return x;
 }
 
+// The output element of C's (row, col) from its exact int32 sum.
+__device__ __forceinline__ unsigned short mc_out(long long acc, long long row, long long col, float alpha,
+    const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
+  const double x = mc_dequant(acc, 2, alpha, row_scale, col_scale, 1, bias, row, col);
+  return mc_to_bf16(x);
+}
 
 extern "C" __global__ void __launch_bounds__(256)
 magicube_dense_epilogue_bf16_rowcol_rowbias_ct(const int *__restrict__ acc_in, unsigned short *__restrict__ out,
     long long rows, long long cols, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
-  // one stored column per thread, rows strided over the grid's y
-  const long long q = (long long)blockIdx.x * 256 + threadIdx.x;
+  // four stored columns per thread, rows strided over the grid's y; one 16-byte load of the
+  // sums and one store of the outputs where every row holds whole fours and C's address allows
+  const long long q = ((long long)blockIdx.x * 256 + threadIdx.x) * 4;
   if (q >= cols) return;
+  const bool whole = (cols & 3) == 0 && ((unsigned long long)out & 7) == 0;
   for (long long p = blockIdx.y; p < rows; p += gridDim.y) {
     const long long i = p * cols + q;
-    const long long acc = acc_in[i];
-    const long long row = q, col = p;
-    const double x = mc_dequant(acc, 2, alpha, row_scale, col_scale, 1, bias, row, col);
-    out[i] = mc_to_bf16(x);
+    if (whole) {
+      const int4 a = *(const int4 *)(acc_in + i);
+      const int av[4] = {a.x, a.y, a.z, a.w};
+      unsigned short o[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) o[j] = mc_out(av[j], q + j, p, alpha, row_scale, col_scale, bias);
+      *(uint2 *)(out + i) = make_uint2(o[0] | ((unsigned)o[1] << 16), o[2] | ((unsigned)o[3] << 16));
+    } else {
+      for (int j = 0; j < 4 && q + j < cols; ++j)
+        out[i + j] = mc_out(acc_in[i + j], q + j, p, alpha, row_scale, col_scale, bias);
+    }
   }
 }
