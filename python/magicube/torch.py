@@ -202,21 +202,6 @@ def _default_arch():
     return "sm_90"
 
 
-def _round_once(y, dtype):
-    """float64 -> dtype rounded once to nearest even (as the kernels' epilogue rounds), not
-    twice through float32: y is rounded to float32 by truncation with a sticky last bit
-    (round-to-odd), which the float32 -> bf16/f16 rounding then rounds correctly."""
-    if dtype in (torch.float32, torch.float64):
-        return y.to(dtype)
-    f = y.float()
-    back = f.double()
-    inexact = back != y
-    bits = f.view(torch.int32)
-    bits = torch.where(inexact & (back.abs() > y.abs()), bits - 1, bits)  # toward zero (sign-magnitude)
-    bits = torch.where(inexact, bits | 1, bits)
-    return bits.view(torch.float32).to(dtype)
-
-
 class SparseLinear(torch.nn.Module):
     """y = x W^T (+ bias), W (out_features x in_features) int8 and V x 1 vector-sparse with a
     per-output-channel scale; x is quantized per token to int8 on the fly and the exact int32
@@ -225,9 +210,9 @@ class SparseLinear(torch.nn.Module):
 
     allow_dense: True lets the dispatch run the layer as a dense int8 GEMM (cuBLASLt) where
     that is faster for the weight and `n_hint` tokens; "force" always. The dense route keeps a
-    dense int8 copy of W (out x in bytes) as `packed` instead of the sparse one and returns the
-    exact int32 product, which the layer dequantizes the same way in float64 (rounded once:
-    equal to the sparse route's fused epilogue). `route` says which.
+    dense int8 copy of W (out x in bytes) as `packed` instead of the sparse one; its epilogue
+    kernel dequantizes the exact int32 product as the sparse kernel's does, so both routes give
+    the same bits. `route` says which.
 
     The packed weight is the buffer `packed` (uint8; moves with .to()/.cuda(), saved in the
     state dict); `header`, `spec`, `candidate` and `route` are plain attributes."""
@@ -243,15 +228,8 @@ class SparseLinear(torch.nn.Module):
         self.out_features, self.in_features = weight_q.shape
         arch = arch or _default_arch()
         w = weight_q.detach().cpu().numpy()
-        packed = None
-        if _api._dense_option(allow_dense) != _lib.DENSE_NEVER:
-            # The dense route computes an int32 product; the layer dequantizes it.
-            packed = _api.pack_weight(w, f"spmm.s8xs8.v{v}.i32.{arch}", n=n_hint, allow_dense=allow_dense)
-            if packed.op.route != "dense":
-                packed = None
-        if packed is None:
-            spec = f"spmm.s8xs8.v{v}.{out}+rc{'+rowbias' if bias is not None else ''}.{arch}"
-            packed = _api.pack_weight(w, spec, n=n_hint)
+        spec = f"spmm.s8xs8.v{v}.{out}+rc{'+rowbias' if bias is not None else ''}.{arch}"
+        packed = _api.pack_weight(w, spec, n=n_hint, allow_dense=allow_dense)
         self.route = packed.op.route
         self.spec, self.candidate, self.header = packed.op.spec, packed.op.candidate, tuple(packed.header_list)
         self.out_dtype = out_dtype
@@ -272,16 +250,8 @@ class SparseLinear(torch.nn.Module):
     def forward(self, x):
         lead = x.shape[:-1]
         xq, xs = quantize_per_token(x.reshape(-1, self.in_features))
-        if self.route == "dense":
-            acc = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
-                                          None, None, None)  # (tokens, out) int32, exact
-            y = acc.double() * self.weight_scale.double()[None, :] * xs.double()[:, None]  # as the epilogue: acc*r*c
-            if self.bias is not None:
-                y = y + self.bias.double()[None, :]
-            y = _round_once(y, self.out_dtype)
-        else:
-            y = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
-                                        self.weight_scale, xs, self.bias)
+        y = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
+                                    self.weight_scale, xs, self.bias)
         return y.reshape(*lead, self.out_features)
 
     def extra_repr(self):
