@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "magicube/magicube.h"
@@ -295,28 +296,66 @@ struct GraphApi {
     ok = stream_create && stream_destroy && stream_synchronize && begin_capture && end_capture && instantiate &&
          launch && exec_destroy && graph_destroy;
   }
+
+  // Captures `calls` (magicube calls on `stream`, returning their status) into a graph and
+  // instantiates it in *exec; the first failing call's status and message come back (the graph
+  // is then not instantiated). Capture errors of CUDA's own are test failures.
+  int capture(CUstream stream, const std::function<int()> &calls, CUgraphExec *exec, std::string *message) {
+    *exec = nullptr;
+    EXPECT_EQ(begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+    const int status = calls();
+    if (status != MAGICUBE_SUCCESS) *message = magicube_last_error();
+    CUgraph graph = nullptr;
+    EXPECT_EQ(end_capture(stream, &graph), CUDA_SUCCESS);
+    if (status == MAGICUBE_SUCCESS && graph) {
+      EXPECT_EQ(instantiate(exec, graph, 0), CUDA_SUCCESS);
+    }
+    if (graph) graph_destroy(graph);
+    return status;
+  }
+};
+
+// A forced dense op of `spec` (a float output: scales and bias drawn at random) for a random
+// V=8 A of m x k and N = n, its packed blob on the device. `why` says why not when op is null
+// (libcublasLt missing); other failures are test failures.
+struct DenseDeviceOp {
+  magicube::OpSpec s;
+  magicube::VectorSparse a;
+  std::vector<int64_t> a64;
+  OpHandle op;
+  PackedHandle pa;
+  const magicube_packed_header *h = nullptr;
+  magicube::DeviceBuffer blob;
+  std::string why;
+
+  DenseDeviceOp(std::mt19937_64 &rng, const std::string &spec, int64_t m, int64_t k, int64_t n)
+      : s(magicube::parse_spec(spec)) {
+    a = magicube::testing::random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
+    a64 = magicube::to_dense(a);
+    op.op = dense_op(spec, a64, m, k, n, &why);
+    if (!op.op) return;
+    EXPECT_EQ(magicube_op_load(op.op), MAGICUBE_SUCCESS) << magicube_last_error();
+    const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
+    EXPECT_EQ(magicube_pack(op.op, &am, &pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
+    if (!pa.p) return;
+    h = magicube_packed_get_header(pa.p);
+    const auto *data = static_cast<const uint8_t *>(magicube_packed_data(pa.p));
+    auto b = magicube::DeviceBuffer::from(std::vector<uint8_t>(data, data + magicube_packed_bytes(pa.p)));
+    if (b) blob = std::move(*b);
+    else ADD_FAILURE() << llvm::toString(b.takeError());
+  }
+  const void *blob_ptr() const { return reinterpret_cast<const void *>(blob.ptr()); }
 };
 
 TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::mt19937_64 rng(16);
-  const std::string spec = with_arch("spmm.s8xs8.v8.i32");
-  const magicube::OpSpec s = magicube::parse_spec(spec);
   const int64_t m = 77, k = 256, n = 64;
-  magicube::VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
-  std::vector<int64_t> a64 = magicube::to_dense(a);
-  const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
-  std::string why;
-  OpHandle op;
-  op.op = dense_op(spec, a64, m, k, n, &why);
-  if (!op.op) GTEST_SKIP() << why;
-  ASSERT_EQ(magicube_op_load(op.op), MAGICUBE_SUCCESS) << magicube_last_error();
-  PackedHandle pa;
-  ASSERT_EQ(magicube_pack(op.op, &am, &pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
-  const magicube_packed_header *h = magicube_packed_get_header(pa.p);
-  auto blob = magicube::DeviceBuffer::allocate(magicube_packed_bytes(pa.p));
-  ASSERT_TRUE(bool(blob));
-  ASSERT_FALSE(bool(blob->upload_bytes(magicube_packed_data(pa.p), magicube_packed_bytes(pa.p))));
+  DenseDeviceOp d(rng, with_arch("spmm.s8xs8.v8.i32"), m, k, n);
+  if (!d.op.op) GTEST_SKIP() << d.why;
+  ASSERT_FALSE(HasFailure());
+  const magicube::OpSpec &s = d.s;
+  const magicube::VectorSparse &a = d.a;
   auto bbuf = magicube::DeviceBuffer::allocate(size_t(k * n) + 256);
   auto cbuf = magicube::DeviceBuffer::allocate(size_t(m * n) * 4 + 256);
   ASSERT_TRUE(bbuf && cbuf);
@@ -330,7 +369,8 @@ TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
     const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr() + b_off), MAGICUBE_INT8, bl};
     const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr() + c_off), MAGICUBE_INT32, cl};
     size_t ws_bytes = 0;
-    EXPECT_EQ(magicube_spmm_workspace_bytes(op.op, h, &bd, n, &cd, &ws_bytes), MAGICUBE_SUCCESS) << magicube_last_error();
+    EXPECT_EQ(magicube_spmm_workspace_bytes(d.op.op, d.h, &bd, n, &cd, &ws_bytes), MAGICUBE_SUCCESS)
+        << magicube_last_error();
     if (ws_keep->bytes() < ws_bytes) {
       auto fresh = magicube::DeviceBuffer::allocate(ws_bytes);
       if (!fresh) {
@@ -339,8 +379,8 @@ TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
       }
       *ws_keep = std::move(*fresh);
     }
-    return magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, nullptr,
-                             reinterpret_cast<void *>(ws_keep->ptr()), ws_keep->bytes(), stream);
+    return magicube_spmm_run(d.op.op, d.h, d.blob_ptr(), &bd, n, &cd, nullptr, reinterpret_cast<void *>(ws_keep->ptr()),
+                             ws_keep->bytes(), stream);
   };
   auto result = [&](magicube_layout cl, size_t c_off) {
     std::vector<int32_t> c(size_t(m * n));
@@ -371,17 +411,19 @@ TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
   auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
   ASSERT_EQ(run(b, MAGICUBE_ROW_MAJOR, 0, MAGICUBE_COL_MAJOR, 0, stream, &ws), MAGICUBE_SUCCESS) << magicube_last_error();
   ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
-  ASSERT_EQ(g.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
   const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
   const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr()), MAGICUBE_INT32, MAGICUBE_COL_MAJOR};
-  const int status = magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, nullptr,
-                                       reinterpret_cast<void *>(ws.ptr()), ws.bytes(), stream);
-  const std::string message = status ? magicube_last_error() : "";
-  CUgraph graph = nullptr;
-  ASSERT_EQ(g.end_capture(stream, &graph), CUDA_SUCCESS);
-  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
   CUgraphExec exec = nullptr;
-  ASSERT_EQ(g.instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  std::string message;
+  const int status = g.capture(
+      stream,
+      [&] {
+        return magicube_spmm_run(d.op.op, d.h, d.blob_ptr(), &bd, n, &cd, nullptr, reinterpret_cast<void *>(ws.ptr()),
+                                 ws.bytes(), stream);
+      },
+      &exec, &message);
+  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
+  ASSERT_TRUE(exec);
   b = magicube::testing::random_dense(rng, k * n, s.rhs);
   std::vector<uint8_t> bsrc = as_dtype(b, MAGICUBE_INT8);
   ASSERT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size())));
@@ -390,10 +432,8 @@ TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
   ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
   EXPECT_EQ(result(MAGICUBE_COL_MAJOR, 0), magicube::reference_spmm(a, b, n));
   g.exec_destroy(exec);
-  g.graph_destroy(graph);
   g.stream_destroy(stream);
 }
-
 
 // A float output on the dense route from device pointers: C at an address aligned only to its
 // element (the epilogue kernel writes it; no transpose), both layouts, device scale and bias
@@ -401,29 +441,18 @@ TEST(CApiGpu, DenseRouteDevicePointersAnyAlignmentAndACudaGraph) {
 TEST(CApiGpu, DenseRouteFloatOutputOnDevicePointersInACudaGraph) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::mt19937_64 rng(17);
-  const std::string spec = with_arch("spmm.s8xs8.v8.bf16+rc+rowbias");
-  const magicube::OpSpec s = magicube::parse_spec(spec);
   const int64_t m = 77, k = 256, n = 64;
-  magicube::VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
-  std::vector<int64_t> a64 = magicube::to_dense(a);
-  const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
-  std::string why;
-  OpHandle op;
-  op.op = dense_op(spec, a64, m, k, n, &why);
-  if (!op.op) GTEST_SKIP() << why;
-  ASSERT_EQ(magicube_op_load(op.op), MAGICUBE_SUCCESS) << magicube_last_error();
-  PackedHandle pa;
-  ASSERT_EQ(magicube_pack(op.op, &am, &pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
-  const magicube_packed_header *h = magicube_packed_get_header(pa.p);
-  auto blob = magicube::DeviceBuffer::from(std::vector<uint8_t>(
-      static_cast<const uint8_t *>(magicube_packed_data(pa.p)),
-      static_cast<const uint8_t *>(magicube_packed_data(pa.p)) + magicube_packed_bytes(pa.p)));
+  DenseDeviceOp d(rng, with_arch("spmm.s8xs8.v8.bf16+rc+rowbias"), m, k, n);
+  if (!d.op.op) GTEST_SKIP() << d.why;
+  ASSERT_FALSE(HasFailure());
+  const magicube::OpSpec &s = d.s;
+  const magicube::VectorSparse &a = d.a;
   const magicube::EpilogueArgs e = random_epilogue(rng, s, m, n);
   auto rs = magicube::DeviceBuffer::from(e.row_scale), cs = magicube::DeviceBuffer::from(e.col_scale),
        bias = magicube::DeviceBuffer::from(e.bias);
   auto bbuf = magicube::DeviceBuffer::allocate(size_t(k * n));
   auto cbuf = magicube::DeviceBuffer::allocate(size_t(m * n) * 2 + 256);
-  ASSERT_TRUE(blob && rs && cs && bias && bbuf && cbuf);
+  ASSERT_TRUE(rs && cs && bias && bbuf && cbuf);
   const magicube_epilogue de{e.alpha, reinterpret_cast<const float *>(rs->ptr()),
                              reinterpret_cast<const float *>(cs->ptr()), reinterpret_cast<const float *>(bias->ptr())};
   magicube::DeviceBuffer ws;
@@ -434,10 +463,11 @@ TEST(CApiGpu, DenseRouteFloatOutputOnDevicePointersInACudaGraph) {
     const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
     const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr() + c_off), MAGICUBE_BFLOAT16, cl};
     size_t ws_bytes = 0;
-    EXPECT_EQ(magicube_spmm_workspace_bytes(op.op, h, &bd, n, &cd, &ws_bytes), MAGICUBE_SUCCESS) << magicube_last_error();
+    EXPECT_EQ(magicube_spmm_workspace_bytes(d.op.op, d.h, &bd, n, &cd, &ws_bytes), MAGICUBE_SUCCESS)
+        << magicube_last_error();
     if (ws.bytes() < ws_bytes) ws = std::move(*magicube::DeviceBuffer::allocate(ws_bytes));
-    return magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, &de,
-                             reinterpret_cast<void *>(ws.ptr()), ws.bytes(), stream);
+    return magicube_spmm_run(d.op.op, d.h, d.blob_ptr(), &bd, n, &cd, &de, reinterpret_cast<void *>(ws.ptr()),
+                             ws.bytes(), stream);
   };
   auto check = [&](const std::vector<int64_t> &b, magicube_layout cl, size_t c_off) {
     std::vector<uint8_t> out(size_t(m * n) * 2);
@@ -468,22 +498,23 @@ TEST(CApiGpu, DenseRouteFloatOutputOnDevicePointersInACudaGraph) {
   std::vector<uint8_t> bsrc = as_dtype(b, MAGICUBE_INT8);
   ASSERT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size())));
   ASSERT_FALSE(bool(cbuf->memset(0xab)));
-  ASSERT_EQ(g.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
   const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
   const magicube_dense cd{reinterpret_cast<void *>(cbuf->ptr() + 2), MAGICUBE_BFLOAT16, MAGICUBE_COL_MAJOR};
-  const int status = magicube_spmm_run(op.op, h, reinterpret_cast<const void *>(blob->ptr()), &bd, n, &cd, &de,
-                                       reinterpret_cast<void *>(ws.ptr()), ws.bytes(), stream);
-  const std::string message = status ? magicube_last_error() : "";
-  CUgraph graph = nullptr;
-  ASSERT_EQ(g.end_capture(stream, &graph), CUDA_SUCCESS);
-  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
   CUgraphExec exec = nullptr;
-  ASSERT_EQ(g.instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  std::string message;
+  const int status = g.capture(
+      stream,
+      [&] {
+        return magicube_spmm_run(d.op.op, d.h, d.blob_ptr(), &bd, n, &cd, &de, reinterpret_cast<void *>(ws.ptr()),
+                                 ws.bytes(), stream);
+      },
+      &exec, &message);
+  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
+  ASSERT_TRUE(exec);
   ASSERT_EQ(g.launch(exec, stream), CUDA_SUCCESS);
   ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
   check(b, MAGICUBE_COL_MAJOR, 2);
   g.exec_destroy(exec);
-  g.graph_destroy(graph);
   g.stream_destroy(stream);
 }
 
@@ -556,16 +587,18 @@ TEST(CApiGpu, DecodeLayersChainedInACudaGraph) {
   for (Layer &l : layers) ASSERT_EQ(run(l, stream), MAGICUBE_SUCCESS) << magicube_last_error();
   ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
   check(b, "on the stream");
-  ASSERT_EQ(g.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
-  int status = MAGICUBE_SUCCESS;
-  std::string message;
-  for (Layer &l : layers)
-    if (status == MAGICUBE_SUCCESS && (status = run(l, stream)) != MAGICUBE_SUCCESS) message = magicube_last_error();
-  CUgraph graph = nullptr;
-  ASSERT_EQ(g.end_capture(stream, &graph), CUDA_SUCCESS);
-  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
   CUgraphExec exec = nullptr;
-  ASSERT_EQ(g.instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  std::string message;
+  const int status = g.capture(
+      stream,
+      [&] {
+        for (Layer &l : layers)
+          if (int st = run(l, stream); st != MAGICUBE_SUCCESS) return st;
+        return int(MAGICUBE_SUCCESS);
+      },
+      &exec, &message);
+  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
+  ASSERT_TRUE(exec);
   for (int replay = 0; replay < 2; ++replay) {
     b = set_b();
     ASSERT_EQ(g.launch(exec, stream), CUDA_SUCCESS);
@@ -573,7 +606,6 @@ TEST(CApiGpu, DecodeLayersChainedInACudaGraph) {
     check(b, "graph replay");
   }
   g.exec_destroy(exec);
-  g.graph_destroy(graph);
   g.stream_destroy(stream);
 }
 
