@@ -546,12 +546,20 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
   const int64_t rows = c_transposed ? n : m, cols = c_transposed ? m : n;  // as stored
   check(epilogue_values(spec, epilogue, m, n).takeError(), Error::Kind::Invalid);
   if (m == 0 || n == 0) return;
-  for (auto [p, name] : {std::pair{a_dense, "A"}, {bt, "Bt"}, {scratch ? workspace : c, "C"}, {workspace, "workspace"}})
-    if (p == 0 || p % kDenseAlign != 0)
-      throw Error(Error::Kind::Invalid, std::string("run_dense: ") + name + " is " + (p ? "not 256-byte aligned" : "null") +
-                                            " (cuBLASLt's algorithms assume 256-byte aligned operands)");
-  if (scratch && (c == 0 || c % stored_bytes(spec.out) != 0))
-    throw Error(Error::Kind::Invalid, std::string("run_dense: C is ") + (c ? "not aligned to its element size" : "null"));
+  // What cuBLASLt reads or writes must be 256-byte aligned; a C the epilogue writes, to its element.
+  auto aligned = [](CUdeviceptr p, uint64_t to, const char *name) {
+    if (p != 0 && p % to == 0) return;
+    throw Error(Error::Kind::Invalid,
+                std::string("run_dense: ") + name + " is " +
+                    (p == 0 ? std::string("null")
+                     : to == kDenseAlign
+                         ? std::string("not 256-byte aligned (cuBLASLt's algorithms assume 256-byte aligned operands)")
+                         : "not aligned to its " + std::to_string(to) + "-byte element"));
+  };
+  aligned(a_dense, kDenseAlign, "A");
+  aligned(bt, kDenseAlign, "Bt");
+  aligned(workspace, kDenseAlign, "workspace");
+  aligned(c, scratch ? stored_bytes(spec.out) : kDenseAlign, "C");
   const size_t need = this->workspace_bytes(m, n);
   if (workspace_bytes < need)
     throw Error(Error::Kind::Invalid, "workspace: " + std::to_string(workspace_bytes) + " bytes given, " +
