@@ -247,6 +247,13 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // TOPS before the epilogue term): 270 for V=8; generator 22 ran N >= 512 8 % faster (median,
 // 2026-11-26 03:46 UTC): 292. V=4 and V=2 were not remeasured.
 constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6.5;
+// A float output's epilogue (dequantize in double and round each element) adds about 6 ps an
+// output element to our kernels: at s=0.9 (2026-11-26 10:49 UTC, generator 28, bf16 with row/col
+// scales and a row bias against int32) 4.1-7.3 ps at N = 512-8192 on 4096x4096, 11008x4096 and
+// 14336x4096, and 4.6 ps for the ring kernel at 4096x11008 N=512; at s=0.5 2.0-3.2 ps (more
+// strides a row-block hide it), where the dense route wins by 2x anyway. Without it the route
+// stayed sparse at s=0.9 and ran 1.04-1.31x the dense route's bf16 time.
+constexpr double kFloatEpilogueUsPerElem = 6e-6;
 // Each wave of blocks past the first: its slice load and about 7 us more (its blocks' first
 // round trips and cut sums): 4096x4096 s=0.9 N=8192 (four waves) ran 9 % slower an op than
 // N=2048 (one).
@@ -328,6 +335,7 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
                              : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
   if (decode) e.sparse_us += double(plan.launch.panels(sig.k) - 1) * out_bytes * m * n / (kPanelAddBytesPerUs * scale);
+  if (is_float(spec.out)) e.sparse_us += m * n * kFloatEpilogueUsPerElem / scale;
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + reads * vectors * v * (1 + 0.2 * (tiles - 1)) /
