@@ -248,7 +248,7 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // 2026-11-26 03:46 UTC): 292. V=4 and V=2 were not remeasured.
 constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6.5;
 // A float output's epilogue (dequantize in double and round each element) adds about 6 ps an
-// output element to our kernels: at s=0.9 (2026-11-26 10:49 UTC, generator 28, bf16 with row/col
+// output element to our kernels: at s=0.9 (2026-11-26 10:47 UTC, generator 28, bf16 with row/col
 // scales and a row bias against int32) 4.1-7.3 ps at N = 512-8192 on 4096x4096, 11008x4096 and
 // 14336x4096, and 4.6 ps for the ring kernel at 4096x11008 N=512; at s=0.5 2.0-3.2 ps (more
 // strides a row-block hide it), where the dense route wins by 2x anyway. Without it the route
