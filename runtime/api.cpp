@@ -396,6 +396,8 @@ HostLhs Spmm::pack_lhs(const VectorSparse &a) const try {
   if (state_->route == Route::Dense) {
     if (std::string why = dense_k_refusal(a.cols); !why.empty())
       throw Error(Error::Kind::Invalid, "lhs A: the dense route cannot run it: " + why);
+    if (std::string why = dense_reduction_refusal(p.spec, a.max_block_length()); !why.empty())
+      throw Error(Error::Kind::Invalid, "lhs A: " + why);
     check(check_range(h.layout, p.spec.lhs, "lhs A"), Error::Kind::Invalid);
     check(check_host_alloc("lhs A: its dense copy (M x K int8)", a.rows, a.cols), Error::Kind::Invalid);
     h.dense = dense_lhs_int8(a);
@@ -492,6 +494,8 @@ void check_dense_operands(const Spmm &op, const DeviceLhs &a, const DeviceRhs &b
     throw Error(Error::Kind::Invalid, "lhs A: a row-block of " + std::to_string(a.max_block_length) +
                                           " vectors is longer than the output stays exact for (" +
                                           std::to_string(op.max_reduction_length()) + ")");
+  if (std::string why = dense_reduction_refusal(op.spec(), a.max_block_length); !why.empty())
+    throw Error(Error::Kind::Invalid, "lhs A: " + why);
 }
 }  // namespace
 

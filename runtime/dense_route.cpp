@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/planner.h"
 #include "runtime/vector_sparse.h"
 
 namespace magicube {
@@ -22,6 +23,14 @@ std::string dense_route_refusal(const OpSpec &spec) {
       return fmt::format("{} {} does not fit int8 (the dense route takes signed up to 8 bits, unsigned up to 7)", what,
                          t.str());
   return "";
+}
+
+std::string dense_reduction_refusal(const OpSpec &spec, int64_t max_block_length) {
+  if (spec.out == OutType::Int32) return "";
+  const int64_t bound = max_exact_k(spec.lhs, spec.rhs);
+  if (max_block_length <= bound) return "";
+  return fmt::format("a row-block of {} vectors is longer than the dense route's int32 GEMM stays exact for ({} for {} x {})",
+                     max_block_length, bound, spec.lhs.str(), spec.rhs.str());
 }
 
 std::vector<int8_t> dense_lhs_int8(const VectorSparse &a) {

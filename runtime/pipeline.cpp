@@ -115,6 +115,7 @@ class SpmmPipeline : public Pipeline {
   }
   llvm::Error prepare_dense(const Context &ctx) override {
     if (std::string why = dense_route_refusal(spec_); !why.empty()) return err("route: " + why);
+    if (std::string why = dense_reduction_refusal(spec_, a_.max_block_length()); !why.empty()) return err("route: " + why);
     if (!dense_) {
       auto g = DenseGemm::create(a_.rows, n_, a_.cols);
       if (!g) return g.takeError();

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "bench/bench_report.h"
+#include "compiler/planner.h"
 #include "runtime/autotune.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
@@ -56,6 +57,20 @@ TEST(DenseRoute, ComputesInt8OperandsWithAnyOutput) {
   OpSpec sd = spmm("s8", "s8", 8);
   sd.op = OpKind::SDDMM;
   EXPECT_EQ(dense_route_refusal(sd), "the dense route runs SpMM only");
+}
+
+// Its int32 GEMM bounds the rows an output other than int32 stays exact for: max_exact_k of the
+// operands (int32 outputs wrap as the sparse kernels' do).
+TEST(DenseRoute, BoundsTheRowsAFloatOutputStaysExactFor) {
+  const OpSpec f = spmm("s8", "s8", 8, OutType::F32);
+  const int64_t bound = max_exact_k(f.lhs, f.rhs);
+  EXPECT_EQ(bound, 131071);
+  EXPECT_EQ(dense_reduction_refusal(f, bound), "");
+  EXPECT_EQ(dense_reduction_refusal(f, bound + 1),
+            "a row-block of 131072 vectors is longer than the dense route's int32 GEMM stays exact for (131071 for "
+            "s8 x s8)");
+  EXPECT_EQ(dense_reduction_refusal(spmm("s8", "s8", 8), bound + 1), "");
+  EXPECT_NE(dense_reduction_refusal(spmm("s4", "u7", 8, OutType::Int64), 1 << 30), "");
 }
 
 TEST(DenseRoute, PacksADenseAndBTransposed) {
