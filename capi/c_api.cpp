@@ -18,6 +18,7 @@
 #include "capi/repack.h"
 #include "compiler/codegen.h"
 #include "compiler/planner.h"
+#include "runtime/dense_epilogue.h"
 #include "runtime/dispatch.h"
 #include "runtime/magicube.h"
 
@@ -418,8 +419,9 @@ SpmmLayout dense_spmm_layout(const magicube_op &op, const magicube_packed_header
     l.g = capi::dense_rhs_t_geometry(k, n, b.layout == MAGICUBE_COL_MAJOR);
     l.plane_off.push_back(l.ws.take(l.g.plane_bytes(0)));
   }
-  const bool gemm_writes_c = op.plan().spec.out == magicube::OutType::Int32;
-  l.c_transpose = gemm_writes_c && (!c.data || reinterpret_cast<uintptr_t>(c.data) % kDenseAlign != 0);
+  // An int32 C is the GEMM's own; any other the epilogue kernel writes (at any element-aligned address).
+  l.c_transpose = !magicube::dense_needs_scratch(op.plan().spec) &&
+                  (!c.data || reinterpret_cast<uintptr_t>(c.data) % kDenseAlign != 0);
   // Staged through the workspace, the GEMM writes the other layout and the transpose turns it.
   l.gemm_transposed = (c.layout == MAGICUBE_COL_MAJOR) != l.c_transpose;
   if (l.c_transpose) l.c_off = l.ws.take(m * n * 4);

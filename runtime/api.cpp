@@ -548,7 +548,7 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
   // workspace, and the epilogue kernel writes C from it (any alignment of its element size).
   const bool scratch = dense_needs_scratch(spec);
   const int64_t rows = c_transposed ? n : m, cols = c_transposed ? m : n;  // as stored
-  check(epilogue_values(spec, epilogue, m, n).takeError(), Error::Kind::Invalid);
+  const EpilogueValues epi = take(epilogue_values(spec, epilogue, m, n), Error::Kind::Invalid);
   if (m == 0 || n == 0) return;
   // What cuBLASLt reads or writes must be 256-byte aligned; a C the epilogue writes, to its element.
   auto aligned = [](CUdeviceptr p, uint64_t to, const char *name) {
@@ -583,7 +583,7 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
         Error::Kind::Invalid);
   if (scratch)
     check(dense_epilogue_on_device(primary_context(st.options.device), spec, target, c, rows, cols, c_transposed,
-                                   epilogue, stream),
+                                   epi, stream),
           Error::Kind::Invalid);
 }
 

@@ -29,12 +29,10 @@ size_t dense_scratch_bytes(const OpSpec &spec, int64_t m, int64_t n) {
 }
 
 llvm::Error dense_epilogue_on_device(const Context &ctx, const OpSpec &spec, CUdeviceptr acc, CUdeviceptr out,
-                                     int64_t rows, int64_t cols, bool transposed, const DeviceEpilogue *e,
+                                     int64_t rows, int64_t cols, bool transposed, const EpilogueValues &v,
                                      CUstream stream) {
   if (!dense_needs_scratch(spec))
     return err("dense epilogue: an int32 output is the GEMM's own (" + to_string(spec) + ")");
-  auto ev = epilogue_values(spec, e, transposed ? cols : rows, transposed ? rows : cols);
-  if (!ev) return ev.takeError();
   if (rows == 0 || cols == 0) return llvm::Error::success();
   auto fn = epilogue_function(ctx, spec, transposed);
   if (!fn) return fn.takeError();
@@ -43,8 +41,8 @@ llvm::Error dense_epilogue_on_device(const Context &ctx, const OpSpec &spec, CUd
   const int64_t gx = (cols + per_block - 1) / per_block, gy = std::min(rows, kMaxGridY);
   if (gx > INT32_MAX) return err("dense epilogue: " + std::to_string(cols) + " columns exceed the grid");
   long long r = rows, c = cols;
-  EpilogueValues v = *ev;
-  void *args[8] = {&acc, &out, &r, &c, &v.alpha, &v.row_scale, &v.col_scale, &v.bias};
+  EpilogueValues a = v;  // the launch's own copy of the arguments
+  void *args[8] = {&acc, &out, &r, &c, &a.alpha, &a.row_scale, &a.col_scale, &a.bias};
   return launch(*fn, Dim3{unsigned(gx), unsigned(gy), 1}, Dim3{unsigned(kDenseEpilogueThreads), 1, 1}, 0, stream, args);
 }
 

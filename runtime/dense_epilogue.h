@@ -11,11 +11,11 @@
 
 #include "compiler/ir.h"
 #include "llvm/Support/Error.h"
+#include "runtime/kernel.h"
 
 namespace magicube {
 
 class Context;
-struct DeviceEpilogue;
 
 // Whether the dense route needs the int32 scratch for `spec`'s output (every output but int32).
 bool dense_needs_scratch(const OpSpec &spec);
@@ -23,12 +23,12 @@ bool dense_needs_scratch(const OpSpec &spec);
 // product's overflow is the caller's to have checked.
 size_t dense_scratch_bytes(const OpSpec &spec, int64_t m, int64_t n);
 
-// Queues out = epilogue(acc) on `stream`: acc and out hold rows x cols elements, row-major;
-// transposed: they are C^T (rows = N, cols = M) for the scales and bias. `e` as Kernel::launch
-// takes it (null: alpha 1, no vectors); vectors the spec needs but `e` lacks are refused. No
+// Queues out = epilogue(acc) on `stream`: acc (16-byte aligned) and out hold rows x cols
+// elements, row-major; transposed: they are C^T (rows = N, cols = M) for the scales and bias.
+// `v`: the scales and bias as epilogue_values (runtime/kernel.h) checked them for C's M x N. No
 // allocation, no synchronization (the kernel is compiled and loaded on first use).
 llvm::Error dense_epilogue_on_device(const Context &ctx, const OpSpec &spec, CUdeviceptr acc, CUdeviceptr out,
-                                     int64_t rows, int64_t cols, bool transposed, const DeviceEpilogue *e,
+                                     int64_t rows, int64_t cols, bool transposed, const EpilogueValues &v,
                                      CUstream stream);
 // Compiles and loads the kernel for `spec` now (the C ABI's load, before graph capture).
 llvm::Error preload_dense_epilogue(const Context &ctx, const OpSpec &spec);

@@ -141,14 +141,17 @@ class SpmmPipeline : public Pipeline {
       ctx_ = &ctx;
     }
     if (auto e = allocate_output()) return e;
-    return upload_epilogue_once();
+    if (auto e = upload_epilogue_once()) return e;
+    auto ev = epilogue_values(spec_, epi_ ? &*epi_ : nullptr, a_.rows, n_);
+    if (!ev) return ev.takeError();
+    dense_epi_ = *ev;
+    return llvm::Error::success();
   }
   llvm::Error launch_dense(CUstream stream) override {
     if (!dense_) return err("dense route: launch_dense before prepare_dense");
     if (auto e = dense_->run(lhs_->dense.ptr(), dense_bt_.ptr(), gemm_out(), dense_ws_.ptr(), stream)) return e;
     if (!dense_needs_scratch(spec_)) return llvm::Error::success();
-    return dense_epilogue_on_device(*ctx_, spec_, dense_acc_.ptr(), out_.ptr(), a_.rows, n_, false, epi_ ? &*epi_ : nullptr,
-                                    stream);
+    return dense_epilogue_on_device(*ctx_, spec_, dense_acc_.ptr(), out_.ptr(), a_.rows, n_, false, dense_epi_, stream);
   }
   std::string dense_describe() const override { return dense_ ? dense_->describe() : ""; }
 
@@ -181,6 +184,7 @@ class SpmmPipeline : public Pipeline {
 
   std::unique_ptr<DenseGemm> dense_;
   DeviceBuffer dense_bt_, dense_ws_, dense_acc_;
+  EpilogueValues dense_epi_;  // the epilogue kernel's scales and bias, checked by prepare_dense
   const Context *ctx_ = nullptr;
 };
 
