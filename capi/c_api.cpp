@@ -17,6 +17,7 @@
 
 #include "capi/repack.h"
 #include "compiler/codegen.h"
+#include "compiler/dense_chunks.h"
 #include "compiler/planner.h"
 #include "runtime/dense_epilogue.h"
 #include "runtime/dispatch.h"
@@ -262,6 +263,18 @@ int64_t fingerprint_of(const magicube::Plan &p) {
   return out;
 }
 
+// The dense route's A: one int8 plane per chunk of its type (compiler/dense_chunks.h), at most
+// three (16 bits: u7 + u7 + s2).
+constexpr int kMaxDensePlanes = 3;
+
+// How many int8 planes of rows x cols the dense copy's bytes hold (0: no whole number of them).
+int dense_planes_of(const magicube_packed_header &h) {
+  if (h.rows > INT64_MAX / 4 / std::max<int64_t>(h.cols, 1)) return 0;  // rows and cols are checked to be >= 0
+  for (int p = 1; p <= kMaxDensePlanes; ++p)
+    if (h.dense_bytes == magicube::dense_planes_bytes(p, h.rows, h.cols, 1)) return p;
+  return 0;
+}
+
 void check_header(const magicube_packed_header &h, size_t bytes_available) {
   if (h.magic != MAGICUBE_PACKED_MAGIC) invalid("packed: not a magicube packed blob (bad magic)");
   if (h.format_version == 1)
@@ -288,9 +301,10 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
   if (h.route != 0 && h.route != 1) invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
   if (h.route == 1) {
     if (h.op != 0) invalid("packed: a dense copy in an SDDMM mask (the dense route runs SpMM only)");
-    if (h.rows < 0 || h.cols < 0 || h.rows > INT32_MAX || h.cols > INT32_MAX || h.dense_bytes != h.rows * h.cols)
+    if (h.rows < 0 || h.cols < 0 || h.rows > INT32_MAX || h.cols > INT32_MAX || dense_planes_of(h) == 0)
       invalid("packed: the dense copy has " + std::to_string(h.dense_bytes) + " bytes for A of " +
-              std::to_string(h.rows) + " x " + std::to_string(h.cols));
+              std::to_string(h.rows) + " x " + std::to_string(h.cols) + " (allowed: 1 to " +
+              std::to_string(kMaxDensePlanes) + " int8 planes, runtime/dense_route.h)");
     if (h.dense_offset % kBlobAlign != 0) invalid("packed: the dense copy is not 256-byte aligned in the blob");
     in(h.dense_offset, h.dense_bytes, "the dense copy");
     return;
@@ -317,6 +331,10 @@ void check_header_for(const magicube_op &op, const magicube_packed_header &h) {
     invalid(std::string("packed: packed for the ") + (h.route ? "dense" : "sparse") + " route, but this op (" +
             magicube::to_string(op.spec()) + ") runs the " + (route ? "dense" : "sparse") +
             " route: pack it with this op");
+  if (route == 1 && dense_planes_of(h) != int(magicube::dense_chunks(op.spec()).lhs.size()))
+    invalid("packed: the dense copy has " + std::to_string(dense_planes_of(h)) + " int8 plane(s), but this op (" +
+            magicube::to_string(op.spec()) + ") splits A into " +
+            std::to_string(magicube::dense_chunks(op.spec()).lhs.size()) + ": pack it with this op");
 }
 
 // ---- device operands -------------------------------------------------------------------------
@@ -398,8 +416,8 @@ struct SpmmLayout {
   int64_t c_off = 0;
   WorkspacePlan ws;
   // The dense route: cuBLASLt's workspace at lt_off (and after it, for an output other than
-  // int32, the GEMM's int32 result that the epilogue kernel reads); B (g: Bt) repacked into
-  // plane_off[0] unless read in place; gemm_transposed: the GEMM (and epilogue) write C^T
+  // int32 or operands in int8 chunks, the GEMMs' int32 results that the epilogue kernel reads);
+  // B (g: Bt) repacked into its chunk planes at plane_off (stacked) unless read in place; gemm_transposed: the GEMM (and epilogue) write C^T
   // (n x M); c_transpose: an int32 C not 256-byte aligned, which the GEMM writes into the
   // workspace at c_off and a transpose moves.
   bool dense = false, gemm_transposed = false;
@@ -413,11 +431,16 @@ SpmmLayout dense_spmm_layout(const magicube_op &op, const magicube_packed_header
   l.dense = true;
   const int64_t m = h.rows, k = h.cols;
   l.lt_off = l.ws.take(int64_t(op.spmm->workspace_bytes(m, n)));
-  l.b_in_place = b.layout == MAGICUBE_COL_MAJOR && dtype_bytes(b.dtype) == 1 && b.data &&
+  // B's int8 chunks (one where its type fits int8: then an int8 N x K source is read in place),
+  // each repacked into a plane of Bt, the planes stacked dense_plane_stride apart.
+  const std::vector<magicube::Chunk> chunks = magicube::dense_chunks(op.spec()).rhs;
+  l.b_in_place = chunks.size() == 1 && b.layout == MAGICUBE_COL_MAJOR && dtype_bytes(b.dtype) == 1 && b.data &&
                  reinterpret_cast<uintptr_t>(b.data) % kDenseAlign == 0;
   if (!l.b_in_place) {
-    l.g = capi::dense_rhs_t_geometry(k, n, b.layout == MAGICUBE_COL_MAJOR);
-    l.plane_off.push_back(l.ws.take(l.g.plane_bytes(0)));
+    l.g = capi::dense_rhs_t_geometry(k, n, b.layout == MAGICUBE_COL_MAJOR, chunks);
+    const int64_t first = l.ws.take(magicube::dense_planes_bytes(int(chunks.size()), n, k, 1));
+    for (size_t j = 0; j < chunks.size(); ++j)
+      l.plane_off.push_back(first + int64_t(j) * magicube::dense_plane_stride(n, k, 1));
   }
   // An int32 C is the GEMM's own; any other the epilogue kernel writes (at any element-aligned address).
   l.c_transpose = !magicube::dense_needs_scratch(op.plan().spec) &&
@@ -552,7 +575,7 @@ void spmm_run(const magicube_op &op, const magicube_packed_header &h, const void
     CUdeviceptr bt = dptr(b.data);
     if (!l.b_in_place) {
       bt = ws + CUdeviceptr(l.plane_off[0]);
-      check(capi::repack_on_device(ctx, l.g, l.src, dptr(b.data), {bt}, stream), Kind::Cuda);
+      check(capi::repack_on_device(ctx, l.g, l.src, dptr(b.data), plane_ptrs(ws, l.plane_off), stream), Kind::Cuda);
     }
     const CUdeviceptr target = l.c_transpose ? ws + CUdeviceptr(l.c_off) : dptr(c.data);
     op.spmm->run_dense(dptr(a_packed) + CUdeviceptr(h.dense_offset), bt, target, h.rows, h.cols, n, l.gemm_transposed,

@@ -94,7 +94,7 @@ RepackGeometry sddmm_rhs_geometry(const Plan &plan, int64_t k, int64_t n, bool c
   return g;
 }
 
-RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major) {
+RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major, const std::vector<Chunk> &chunks) {
   // Plane row r is B's column r; element t of it is B[t, r].
   RepackGeometry g;
   g.src_rows = n;
@@ -103,7 +103,7 @@ RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major) {
   g.s_t = col_major ? 1 : n;
   g.rows = n;
   g.pitch = g.cols = k;
-  g.chunks = {PlaneChunk{0, 8, 1, 8}};  // the value's low byte, as a signed int8
+  g.chunks = chunks_of(chunks);  // int8 chunks (split_int8_chunks): one byte per element each
   return g;
 }
 

@@ -53,9 +53,10 @@ RepackGeometry spmm_rhs_geometry(const Plan &plan, int64_t k, int64_t n, bool co
 RepackGeometry sddmm_lhs_geometry(const Plan &plan, int64_t m, int64_t k, bool col_major);
 RepackGeometry sddmm_rhs_geometry(const Plan &plan, int64_t k, int64_t n, bool col_major);
 int64_t sddmm_pitch(int64_t k);
-// The dense route's B (K x N) as Bt: one int8 plane of N rows of K (pitch K; K even), the
-// cuBLASLt GEMM's operand. col_major: the source is N x K row-major (a linear layer's X).
-RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major);
+// The dense route's B (K x N) as Bt: an int8 plane of N rows of K (pitch K; K even) per chunk
+// (compiler/dense_chunks.h: the type's split_int8_chunks), the cuBLASLt GEMMs' operands.
+// col_major: the source is N x K row-major (a linear layer's X).
+RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major, const std::vector<Chunk> &chunks);
 
 // The CPU reference of the repack kernel: the planes' bytes for source values `src` (laid
 // out as the geometry's strides say).

@@ -1,7 +1,10 @@
 #include "compiler/dense_epilogue.h"
 
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "compiler/dense_chunks.h"
 #include "compiler/snippets.h"
 
 namespace magicube {
@@ -24,7 +27,7 @@ OutForm out_form(OutType t) {
     case OutType::Int64:
       return {"long long", "", "acc", 16,
               "*(longlong2 *)(out + i) = make_longlong2(o[0], o[1]);\n"
-              "        *(longlong2 *)(out + i + 2) = make_longlong2(o[2], o[3]);"};
+              "      *(longlong2 *)(out + i + 2) = make_longlong2(o[2], o[3]);"};
     case OutType::F32:
       return {"float", "", "__double2float_rn(x)", 16, "*(float4 *)(out + i) = make_float4(o[0], o[1], o[2], o[3]);"};
     case OutType::F16: return {"unsigned short", "mc_to_f16", "mc_to_f16(x)", 8, half2};
@@ -42,6 +45,46 @@ std::string scale_text(const OpSpec &s) {
   }
   return "acc";
 }
+
+// `head` + the arguments joined by ", " + `tail`, wrapped before 120 columns, continuation
+// lines indented by `indent` spaces.
+std::string wrapped_call(const std::string &head, const std::vector<std::string> &args, const std::string &tail,
+                         int indent) {
+  std::string out = head, line = head;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string piece = args[i] + (i + 1 < args.size() ? ", " : tail);
+    if (line.size() + piece.size() > 118) {
+      while (!out.empty() && out.back() == ' ') out.pop_back(), line.pop_back();
+      out += "\n" + std::string(size_t(indent), ' ');
+      line = std::string(size_t(indent), ' ');
+    }
+    out += piece;
+    line += piece;
+  }
+  return out;
+}
+
+// The address of plane t's element e: acc_in[<plane_at(t, e)>].
+std::string plane_at(int t, const std::string &e) {
+  return t == 0 ? e : t == 1 ? "plane + " + e : std::to_string(t) + " * plane + " + e;
+}
+
+// mc_sum(s0, s1, ...): C's exact sum from its chunk pairs' int32 results, pair t counting
+// 2^shift(t) times.
+std::string sum_function(const DenseChunks &ch) {
+  std::ostringstream s;
+  s << "// C's exact sum from its " << ch.pairs() << " chunk pairs' int32 results s0.. (pair t counts 2^shift(t) times).\n";
+  std::vector<std::string> params;
+  for (int t = 0; t < ch.pairs(); ++t) params.push_back("int s" + std::to_string(t));
+  s << wrapped_call("__device__ __forceinline__ long long mc_sum(", params, ") {", 4) << "\n";
+  for (int t = 0; t < ch.pairs(); ++t) {
+    s << (t == 0 ? "  return " : "       + ") << "(long long)s" << t;
+    if (ch.shift(t)) s << " * " << (int64_t{1} << ch.shift(t)) << "LL";
+    s << (t + 1 == ch.pairs() ? ";\n" : "\n");
+  }
+  s << "}\n\n";
+  return s.str();
+}
 }  // namespace
 
 KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
@@ -50,6 +93,8 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
   std::string name = std::string("magicube_dense_epilogue_") + out_name(spec.out);
   if (dequant && spec.scale != Scale::None) name += std::string("_") + scale_name(spec.scale);
   if (dequant && spec.bias != Bias::None) name += std::string("_") + bias_name(spec.bias) + "bias";
+  const DenseChunks ch = dense_chunks(spec);
+  if (ch.pairs() > 1) name += "_p" + std::to_string(ch.pairs());
   if (transposed) name += "_ct";
 
   Snippets snippets;
@@ -57,8 +102,13 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
   if (!f.snippet.empty()) snippets.use(f.snippet);
 
   std::ostringstream s;
-  s << "// Magicube dense-route epilogue: the dense GEMM's exact int32 result, stored "
-    << (transposed ? "N x M (C^T)" : "M x N") << " row-major,\n// becomes the " << out_name(spec.out)
+  if (ch.pairs() == 1)
+    s << "// Magicube dense-route epilogue: the dense GEMM's exact int32 result, stored ";
+  else
+    s << "// Magicube dense-route epilogue: the " << ch.pairs() << " dense GEMMs' int32 results of " << spec.lhs.str()
+      << " x " << spec.rhs.str() << " in int8 chunks\n// (" << ch.str() << "),\n// planes `plane` ints apart, "
+      << "summed shifted in 64 bits, each stored ";
+  s << (transposed ? "N x M (C^T)" : "M x N") << " row-major,\n// becomes the " << out_name(spec.out)
     << " output in the same layout";
   if (dequant) {
     s << ":\n//   x = " << scale_text(spec);
@@ -68,12 +118,13 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
       << (spec.out == OutType::F32 ? "__double2float_rn" : "rounded to nearest even")
       << "\n// (templates/epilogue_math.cuh, compiled without FMA contraction)";
   } else {
-    s << " (sign-extended)";
+    s << (spec.out == OutType::Int32 ? " (wrapped to 32 bits, as the GEMM's own int32 output)" : " (sign-extended)");
   }
   s << ".\n// Stored element (p, q) is C's (" << (transposed ? "q, p" : "p, q") << ").\n";
   if (dequant) s << "\n" << snippets.text();
   if (!dequant) s << "\n";
-  s << "// The output element of C's (row, col) from its exact int32 sum.\n";
+  if (ch.pairs() > 1) s << sum_function(ch);
+  s << "// The output element of C's (row, col) from its exact sum.\n";
   s << "__device__ __forceinline__ " << f.type << " mc_out(long long acc, long long row, long long col, float alpha,\n"
     << "    const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {\n";
   if (dequant)
@@ -83,25 +134,43 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
   const std::string rc = transposed ? "q + j, p" : "p, q + j";  // C's (row, col) of stored (p, q + j)
   s << "extern \"C\" __global__ void __launch_bounds__(" << kDenseEpilogueThreads << ")\n" << name
     << "(const int *__restrict__ acc_in, " << f.type << " *__restrict__ out,\n"
-    << "    long long rows, long long cols, float alpha,\n"
+    << "    long long rows, long long cols, long long plane, float alpha,\n"
     << "    const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {\n";
-  s << "  // four stored columns per thread, rows strided over the grid's y; one 16-byte load of the\n"
-    << "  // sums and one store of the outputs where every row holds whole fours and C's address allows\n";
+  s << "  // four stored columns per thread, rows strided over the grid's y; one 16-byte load of each\n"
+    << "  // plane's sums and one store of the outputs where every row holds whole fours and C's address allows\n";
   s << "  const long long q = ((long long)blockIdx.x * " << kDenseEpilogueThreads << " + threadIdx.x) * 4;\n";
   s << "  if (q >= cols) return;\n";
   s << "  const bool whole = (cols & 3) == 0 && ((unsigned long long)out & " << f.align - 1 << ") == 0;\n";
   s << "  for (long long p = blockIdx.y; p < rows; p += gridDim.y) {\n";
   s << "    const long long i = p * cols + q;\n";
   s << "    if (whole) {\n";
-  s << "      const int4 a = *(const int4 *)(acc_in + i);\n";
-  s << "      const int av[4] = {a.x, a.y, a.z, a.w};\n";
+  for (int t = 0; t < ch.pairs(); ++t)
+    s << "      const int4 a" << t << " = *(const int4 *)(acc_in + " << plane_at(t, "i") << ");\n";
+  if (ch.pairs() == 1) {
+    s << "      const long long av[4] = {a0.x, a0.y, a0.z, a0.w};\n";
+  } else {
+    s << "      const long long av[4] = {\n";
+    for (const char *c : {"x", "y", "z", "w"}) {
+      std::vector<std::string> args;
+      for (int t = 0; t < ch.pairs(); ++t) args.push_back("a" + std::to_string(t) + "." + c);
+      s << wrapped_call("          mc_sum(", args, std::string(")") + (*c == 'w' ? "};" : ","), 14) << "\n";
+    }
+  }
   s << "      " << f.type << " o[4];\n";
   s << "#pragma unroll\n";
   s << "      for (int j = 0; j < 4; ++j) o[j] = mc_out(av[j], " << rc << ", alpha, row_scale, col_scale, bias);\n";
   s << "      " << f.store4 << "\n";
   s << "    } else {\n";
-  s << "      for (int j = 0; j < 4 && q + j < cols; ++j)\n";
-  s << "        out[i + j] = mc_out(acc_in[i + j], " << rc << ", alpha, row_scale, col_scale, bias);\n";
+  s << "      for (int j = 0; j < 4 && q + j < cols; ++j) {\n";
+  if (ch.pairs() == 1) {
+    s << "        const long long acc = acc_in[i + j];\n";
+  } else {
+    std::vector<std::string> args;
+    for (int t = 0; t < ch.pairs(); ++t) args.push_back("acc_in[" + plane_at(t, "i + j") + "]");
+    s << wrapped_call("        const long long acc = mc_sum(", args, ");", 12) << "\n";
+  }
+  s << "        out[i + j] = mc_out(acc, " << rc << ", alpha, row_scale, col_scale, bias);\n";
+  s << "      }\n";
   s << "    }\n";
   s << "  }\n}\n";
   return KernelSource{name, s.str(), KernelLanguage::Cuda};

@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "compiler/dense_chunks.h"
 #include "compiler/planner.h"
 #include "runtime/epilogue.h"
 #include "runtime/magicube.h"
@@ -266,6 +267,9 @@ struct DenseState {
 constexpr uint64_t kDenseAlign = 256;  // cuBLASLt's heuristic assumes 256-byte aligned operands
 constexpr size_t kMaxDensePlans = 32;   // cuBLASLt plans an op keeps (one per distinct N seen)
 
+// Planes of the dense route's A: one per int8 chunk of its type (compiler/dense_chunks.h).
+int lhs_planes(const OpSpec &spec) { return int(dense_chunks(spec).lhs.size()); }
+
 std::string dense_k_refusal(int64_t k) {
   if (k >= 4 && k % 4 == 0) return "";
   return "K=" + std::to_string(k) + " is not a positive multiple of 4 (cuBLASLt's int8 kernels need it)";
@@ -399,8 +403,11 @@ HostLhs Spmm::pack_lhs(const VectorSparse &a) const try {
     if (std::string why = dense_reduction_refusal(p.spec, a.max_block_length()); !why.empty())
       throw Error(Error::Kind::Invalid, "lhs A: " + why);
     check(check_range(h.layout, p.spec.lhs, "lhs A"), Error::Kind::Invalid);
-    check(check_host_alloc("lhs A: its dense copy (M x K int8)", a.rows, a.cols), Error::Kind::Invalid);
-    h.dense = dense_lhs_int8(a);
+    const int planes = lhs_planes(p.spec);
+    check(check_host_alloc(planes == 1 ? "lhs A: its dense copy (M x K int8)" : "lhs A: its dense copy (int8 planes of M x K)",
+                           a.rows, checked_mul(a.cols, int64_t(planes)).value_or(INT64_MAX)),
+          Error::Kind::Invalid);
+    h.dense = dense_lhs_int8(a, p.spec.lhs);
     return h;
   }
   h.packed = take(magicube::pack_lhs(h.layout, p), Error::Kind::Invalid);
@@ -415,7 +422,7 @@ PackedRhs Spmm::pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) co
     check(check_range_dense(b, k, n, false, state_->plan.spec.rhs, "rhs B"), Error::Kind::Invalid);
     PackedRhs r;
     r.k = k, r.n = n;
-    r.dense_t = dense_rhs_t_int8(b, k, n);
+    r.dense_t = dense_rhs_t_int8(b, k, n, state_->plan.spec.rhs);
     return r;
   }
   return take(magicube::pack_rhs(b, k, n, state_->plan), Error::Kind::Invalid);
@@ -433,10 +440,11 @@ DeviceLhs Spmm::upload(const HostLhs &a) const {
   if (!dense && !a.dense.empty()) wrong_route(spec(), Route::Dense, Route::Sparse, "lhs A");
   primary_context(state_->options.device);
   if (!dense) return take(magicube::upload(a.packed, a.layout), Error::Kind::Cuda);
-  if (int64_t(a.dense.size()) != a.layout.rows * a.layout.cols)
+  const int planes = lhs_planes(spec());
+  if (int64_t(a.dense.size()) != dense_planes_bytes(planes, a.layout.rows, a.layout.cols, 1))
     throw Error(Error::Kind::Invalid, "lhs A: its dense copy has " + std::to_string(a.dense.size()) +
-                                          " values, expected " + std::to_string(a.layout.rows) + " x " +
-                                          std::to_string(a.layout.cols));
+                                          " values, expected " + std::to_string(planes) + " plane(s) of " +
+                                          std::to_string(a.layout.rows) + " x " + std::to_string(a.layout.cols));
   DeviceLhs d;
   d.dense = take(DeviceBuffer::from(a.dense), Error::Kind::Cuda);
   d.rows = a.layout.rows;
@@ -488,7 +496,9 @@ void check_dense_operands(const Spmm &op, const DeviceLhs &a, const DeviceRhs &b
   if (b.k != a.cols)
     throw Error(Error::Kind::Invalid, "rhs B: has K=" + std::to_string(b.k) + " rows but A is " +
                                           std::to_string(a.rows) + " x " + std::to_string(a.cols));
-  if (a.dense.bytes() < size_t(a.rows * a.cols) || b.dense_t.bytes() < size_t(b.n * b.k))
+  const DenseChunks ch = dense_chunks(op.spec());
+  if (a.dense.bytes() < size_t(dense_planes_bytes(int(ch.lhs.size()), a.rows, a.cols, 1)) ||
+      b.dense_t.bytes() < size_t(dense_planes_bytes(int(ch.rhs.size()), b.n, b.k, 1)))
     throw Error(Error::Kind::Invalid, "dense route: the operands' buffers are smaller than their shapes");
   if (a.max_block_length > op.max_reduction_length())
     throw Error(Error::Kind::Invalid, "lhs A: a row-block of " + std::to_string(a.max_block_length) +
@@ -579,8 +589,17 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
     std::lock_guard<std::mutex> lock(st.dense_mu);
     g = dense_gemm_locked(st, rows, cols, k, run);
   }
-  check(c_transposed ? g->run(bt, a_dense, target, workspace, stream) : g->run(a_dense, bt, target, workspace, stream),
-        Error::Kind::Invalid);
+  // One GEMM per chunk pair (one in all where the operands fit int8), each into its own plane.
+  const DenseChunks ch = dense_chunks(spec);
+  const int64_t a_stride = dense_plane_stride(m, k, 1), b_stride = dense_plane_stride(n, k, 1);
+  const int64_t c_stride = dense_plane_stride(m, n, 4);
+  for (int p = 0; p < ch.pairs(); ++p) {
+    const CUdeviceptr ap = a_dense + CUdeviceptr(int64_t(size_t(p) / ch.rhs.size()) * a_stride);
+    const CUdeviceptr bp = bt + CUdeviceptr(int64_t(size_t(p) % ch.rhs.size()) * b_stride);
+    const CUdeviceptr cp = target + CUdeviceptr(p * c_stride);
+    check(c_transposed ? g->run(bp, ap, cp, workspace, stream) : g->run(ap, bp, cp, workspace, stream),
+          Error::Kind::Invalid);
+  }
   if (scratch)
     check(dense_epilogue_on_device(primary_context(st.options.device), spec, target, c, rows, cols, c_transposed,
                                    epi, stream),

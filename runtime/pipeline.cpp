@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "compiler/dense_chunks.h"
 #include "compiler/planner.h"
 #include "runtime/dense_epilogue.h"
 #include "runtime/dense_gemm.h"
@@ -120,16 +121,16 @@ class SpmmPipeline : public Pipeline {
       auto g = DenseGemm::create(a_.rows, n_, a_.cols);
       if (!g) return g.takeError();
       if (lhs_->dense.bytes() == 0) {
-        auto da = DeviceBuffer::from(dense_lhs_int8(a_));
+        auto da = DeviceBuffer::from(dense_lhs_int8(a_, spec_.lhs));
         if (!da) return da.takeError();
         lhs_->dense = std::move(*da);
       }
-      auto db = DeviceBuffer::from(dense_rhs_t_int8(b_, a_.cols, n_));
+      auto db = DeviceBuffer::from(dense_rhs_t_int8(b_, a_.cols, n_, spec_.rhs));
       if (!db) return db.takeError();
       auto ws = DeviceBuffer::allocate((*g)->workspace_bytes());
       if (!ws) return ws.takeError();
       if (auto e = allocate_output()) return e;
-      if (dense_needs_scratch(spec_)) {  // the GEMM's int32 result, which the epilogue kernel reads
+      if (dense_needs_scratch(spec_)) {  // the GEMMs' int32 results, which the epilogue kernel reads
         auto acc = DeviceBuffer::allocate(dense_scratch_bytes(spec_, a_.rows, n_));
         if (!acc) return acc.takeError();
         dense_acc_ = std::move(*acc);
@@ -149,7 +150,15 @@ class SpmmPipeline : public Pipeline {
   }
   llvm::Error launch_dense(CUstream stream) override {
     if (!dense_) return err("dense route: launch_dense before prepare_dense");
-    if (auto e = dense_->run(lhs_->dense.ptr(), dense_bt_.ptr(), gemm_out(), dense_ws_.ptr(), stream)) return e;
+    // One GEMM per chunk pair of the operands (one where they fit int8), each into its plane.
+    const DenseChunks ch = dense_chunks(spec_);
+    const int64_t m = a_.rows, k = a_.cols;
+    for (int p = 0; p < ch.pairs(); ++p) {
+      const CUdeviceptr ap = lhs_->dense.ptr() + CUdeviceptr(int64_t(size_t(p) / ch.rhs.size()) * dense_plane_stride(m, k, 1));
+      const CUdeviceptr bp = dense_bt_.ptr() + CUdeviceptr(int64_t(size_t(p) % ch.rhs.size()) * dense_plane_stride(n_, k, 1));
+      const CUdeviceptr cp = gemm_out() + CUdeviceptr(p * dense_plane_stride(m, n_, 4));
+      if (auto e = dense_->run(ap, bp, cp, dense_ws_.ptr(), stream)) return e;
+    }
     if (!dense_needs_scratch(spec_)) return llvm::Error::success();
     return dense_epilogue_on_device(*ctx_, spec_, dense_acc_.ptr(), out_.ptr(), a_.rows, n_, false, dense_epi_, stream);
   }
@@ -179,7 +188,8 @@ class SpmmPipeline : public Pipeline {
   std::map<std::string, DeviceRhs> rhs_;
   const DeviceLhs *cur_a_ = nullptr;
   const DeviceRhs *cur_b_ = nullptr;
-  // Where the dense GEMM writes: the output itself (int32), else the scratch the epilogue reads.
+  // Where the dense GEMMs write: the output itself (int32 of one GEMM), else the scratch planes
+  // the epilogue reads.
   CUdeviceptr gemm_out() const { return dense_needs_scratch(spec_) ? dense_acc_.ptr() : out_.ptr(); }
 
   std::unique_ptr<DenseGemm> dense_;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/arch.h"
+#include "compiler/dense_chunks.h"
 #include "compiler/planner.h"
 #include "runtime/autotune.h"
 #include "runtime/dense_epilogue.h"
@@ -291,13 +292,15 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   // Dense: M x K int8 streamed once, B read, int32 C written; 2MNK at the GEMM's rate. Where
   // neither bounds it alone (N = 256-2048) the two overlap partly: their Euclidean sum (the
   // larger alone put dense 15-30 % fast at N=512: 19.6 us against 24.3 measured at 4096x4096).
-  const double dense_bytes = m * k + k * n + 4 * m * n;
-  e.dense_us = kDenseLaunchUs + std::hypot(dense_bytes / (kDenseBytesPerUs * scale),
-                                           2 * m * n * k / (kDenseTops * scale * 1e6));
-  // An output other than int32: the epilogue kernel reads the GEMM's int32 result and writes
-  // the output, one more launch.
+  // Operands in int8 chunks (u8, wider types): one such GEMM per chunk pair.
+  const double dense_bytes = m * k + k * n + 4 * m * n, pairs = dense_chunks(spec).pairs();
+  e.dense_us = pairs * (kDenseLaunchUs + std::hypot(dense_bytes / (kDenseBytesPerUs * scale),
+                                                    2 * m * n * k / (kDenseTops * scale * 1e6)));
+  // An output other than int32, or more than one GEMM: the epilogue kernel reads the GEMMs'
+  // int32 results and writes the output, one more launch.
   if (dense_needs_scratch(spec))
-    e.dense_us += kEpilogueLaunchUs + (4 + double(stored_bytes(spec.out))) * m * n / (kEpilogueBytesPerUs * scale);
+    e.dense_us +=
+        kEpilogueLaunchUs + (4 * pairs + double(stored_bytes(spec.out))) * m * n / (kEpilogueBytesPerUs * scale);
   // Sparse: values (V elements a vector) and 4-byte indices (the decode kernel's: 2 bytes)
   // streamed, B read, C written; 2 * vectors * V * N at the V's rate.
   const double vectors = double(sig.vectors), v = double(std::max(1, spec.v));

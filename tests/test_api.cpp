@@ -693,12 +693,6 @@ TEST(Api, DenseRouteRefusesWhatItCannotCompute) {
   std::mt19937_64 rng(22);
   const auto forced = dense_options(magicube::DenseRoute::Forced);
   magicube::VectorSparse a = random_vector_sparse(rng, 64, 128, 8, 64, ElemType{8, true});
-  expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.u8xs8.v8.i32.sm_90"), a, 64, forced); },
-               Kind::Invalid,
-               "route: the dense route cannot run spmm.u8xs8.v8.i32.sm_90: lhs u8 does not fit int8 (the dense route "
-               "takes signed up to 8 bits, unsigned up to 7)");
-  expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs12.v8.i32.sm_90"), forced); }, Kind::Invalid,
-               "rhs s12 does not fit int8");
   std::string why;
   if (!dense_available(&why)) {
     expect_error([&] { magicube::Spmm(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), a, 64, forced); },
@@ -718,6 +712,12 @@ TEST(Api, DenseRouteRefusesWhatItCannotCompute) {
   EXPECT_EQ(f16.workspace_bytes(3, 5), magicube::DenseGemm::kDefaultWorkspace + 256);
   magicube::Spmm i32(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), a, 64, forced);
   EXPECT_EQ(i32.workspace_bytes(4096, 4096), magicube::DenseGemm::kDefaultWorkspace);
+  // Operands that do not fit int8 run in int8 chunks, one GEMM per chunk pair into its own
+  // scratch plane, an int32 output too: u8 x s12 is 2 x 2 chunks, four planes of M x N int32.
+  magicube::Spmm wide(magicube::parse_spec("spmm.u8xs12.v8.i32.sm_90"), a, 64, forced);
+  EXPECT_EQ(wide.route(), magicube::Route::Dense);
+  EXPECT_EQ(wide.workspace_bytes(), magicube::DenseGemm::kDefaultWorkspace + 4 * 64 * 64 * 4);
+  EXPECT_EQ(wide.workspace_bytes(3, 5), magicube::DenseGemm::kDefaultWorkspace + 3 * 256 + 256);
   // Without a matrix, K is checked when A is packed.
   magicube::Spmm nomatrix(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), forced);
   EXPECT_EQ(nomatrix.route(), magicube::Route::Dense);

@@ -9,8 +9,12 @@
 #include <tuple>
 
 #include "bench/bench_report.h"
+#include "compiler/dense_chunks.h"
+#include "compiler/dense_epilogue.h"
 #include "compiler/planner.h"
 #include "runtime/autotune.h"
+#include "jit/nvrtc.h"
+#include "runtime/dense_epilogue.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dense_route.h"
 #include "runtime/dispatch.h"
@@ -44,53 +48,106 @@ const DeviceFacts kH100 = DeviceFacts::reference_for(90);
 
 }  // namespace
 
-TEST(DenseRoute, ComputesInt8OperandsWithAnyOutput) {
-  EXPECT_EQ(dense_route_refusal(spmm("s8", "s8", 8)), "");
-  EXPECT_EQ(dense_route_refusal(spmm("s4", "s8", 2)), "");
-  EXPECT_EQ(dense_route_refusal(spmm("u7", "s5", 4)), "");
-  EXPECT_EQ(dense_route_refusal(spmm("u8", "s8", 8)),
-            "lhs u8 does not fit int8 (the dense route takes signed up to 8 bits, unsigned up to 7)");
-  EXPECT_EQ(dense_route_refusal(spmm("s8", "s12", 8)),
-            "rhs s12 does not fit int8 (the dense route takes signed up to 8 bits, unsigned up to 7)");
-  for (OutType out : {OutType::Int64, OutType::F32, OutType::F16, OutType::BF16})
-    EXPECT_EQ(dense_route_refusal(spmm("s8", "u7", 8, out)), "") << out_name(out);
+TEST(DenseRoute, ComputesEveryOperandTypeWithAnyOutput) {
+  for (const char *t : {"s8", "s4", "u7", "u8", "s12", "u16", "s16", "s1", "u1"})
+    for (OutType out : {OutType::Int32, OutType::Int64, OutType::F32, OutType::F16, OutType::BF16})
+      EXPECT_EQ(dense_route_refusal(spmm(t, "s8", 8, out)), "") << t << " " << out_name(out);
   OpSpec sd = spmm("s8", "s8", 8);
   sd.op = OpKind::SDDMM;
   EXPECT_EQ(dense_route_refusal(sd), "the dense route runs SpMM only");
 }
 
-// Its int32 GEMM bounds the rows an output other than int32 stays exact for: max_exact_k of the
-// operands (int32 outputs wrap as the sparse kernels' do).
+// The planner's int8 chunks: each fits int8, they add up to the type's every value, and a type
+// that fits int8 is one chunk.
+TEST(DenseRoute, SplitsOperandsIntoInt8Chunks) {
+  auto text = [](const char *t) {
+    std::string s;
+    for (const Chunk &c : split_int8_chunks(llvm::cantFail(parse_elem(t, "t")))) s += (s.empty() ? "" : " ") + c.str();
+    return s;
+  };
+  EXPECT_EQ(text("s8"), "s8@0");
+  EXPECT_EQ(text("u7"), "u7@0");
+  EXPECT_EQ(text("s4"), "s4@0");
+  EXPECT_EQ(text("u8"), "u7@0 u1@7");
+  EXPECT_EQ(text("s9"), "u7@0 s2@7");
+  EXPECT_EQ(text("s12"), "u7@0 s5@7");
+  EXPECT_EQ(text("s16"), "u7@0 u7@7 s2@14");
+  EXPECT_EQ(text("u16"), "u7@0 u7@7 u2@14");
+  for (int bits = 1; bits <= 16; ++bits)
+    for (bool sgn : {false, true}) {
+      const ElemType t{bits, sgn};
+      const std::vector<Chunk> cs = split_int8_chunks(t);
+      for (const Chunk &c : cs)
+        EXPECT_TRUE((ElemType{c.bits, c.is_signed}.max_value() <= 127)) << t.str() << " " << c.str();
+      for (int64_t x = t.min_value(); x <= t.max_value(); ++x) {
+        int64_t sum = 0;  // the chunks' values as dense_lhs_int8 packs them, shifted back
+        VectorSparse one = vector_sparse_from_dense({x}, 1, 1, 1);
+        const std::vector<int8_t> planes = dense_lhs_int8(one, t);
+        ASSERT_EQ(planes.size(), size_t(dense_planes_bytes(int(cs.size()), 1, 1, 1)));
+        for (size_t j = 0; j < cs.size(); ++j) sum += int64_t(planes[j * 256]) << cs[j].lo_bit;
+        ASSERT_EQ(sum, x) << t.str();
+      }
+    }
+  const DenseChunks ch = dense_chunks(spmm("u8", "s12", 8));
+  EXPECT_EQ(ch.str(), "u7@0 u1@7 x u7@0 s5@7: 4 GEMMs (shifts 0 7 7 14)");
+  EXPECT_EQ(dense_chunks(spmm("s8", "u7", 8)).str(), "s8@0 x u7@0: 1 GEMM");
+}
+
+// Its int32 GEMMs bound the rows an output other than int32 stays exact for: max_exact_k of the
+// operands, or of the chunk pairs where they are split (int32 outputs wrap as the sparse
+// kernels' do).
 TEST(DenseRoute, BoundsTheRowsAFloatOutputStaysExactFor) {
   const OpSpec f = spmm("s8", "s8", 8, OutType::F32);
   const int64_t bound = max_exact_k(f.lhs, f.rhs);
   EXPECT_EQ(bound, 131071);
   EXPECT_EQ(dense_reduction_refusal(f, bound), "");
   EXPECT_EQ(dense_reduction_refusal(f, bound + 1),
-            "a row-block of 131072 vectors is longer than the dense route's int32 GEMM stays exact for (131071 for "
+            "a row-block of 131072 vectors is longer than the dense route's int32 GEMMs stay exact for (131071 for "
             "s8 x s8)");
   EXPECT_EQ(dense_reduction_refusal(spmm("s8", "s8", 8), bound + 1), "");
   EXPECT_NE(dense_reduction_refusal(spmm("s4", "u7", 8, OutType::Int64), 1 << 30), "");
+  // s16 x s16 in chunks: the u7 x u7 pair (127 * 127 a product) bounds it, far past the
+  // operands' own int32 bound (1 row).
+  const OpSpec w = spmm("s16", "s16", 8, OutType::Int64);
+  EXPECT_EQ(dense_chunks(w).max_exact_k(), (int64_t{1} << 31) / (127 * 127));
+  EXPECT_EQ(dense_reduction_refusal(w, 4096), "");
+  EXPECT_EQ(dense_reduction_refusal(w, 200000),
+            "a row-block of 200000 vectors is longer than the dense route's int32 GEMMs stay exact for (133144 for "
+            "s16 x s16, in chunks u7@0 u7@7 s2@14 x u7@0 u7@7 s2@14: 9 GEMMs (shifts 0 7 14 7 14 21 14 21 28))");
 }
 
 TEST(DenseRoute, PacksADenseAndBTransposed) {
   std::mt19937_64 rng(3);
   const int64_t m = 13, k = 24, n = 5;  // M not a multiple of V: the last row-block is short
-  VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, 4, 10, ElemType{8, true});
-  std::vector<int64_t> b = magicube::testing::random_dense(rng, k * n, ElemType{7, false});
-  const std::vector<int8_t> da = dense_lhs_int8(a), bt = dense_rhs_t_int8(b, k, n);
-  ASSERT_EQ(da.size(), size_t(m * k));
-  ASSERT_EQ(bt.size(), size_t(n * k));
-  for (int64_t r = 0; r < k; ++r)
-    for (int64_t c = 0; c < n; ++c) ASSERT_EQ(bt[size_t(c * k + r)], b[size_t(r * n + c)]);
-  // The dense product of the packed operands is the sparse reference.
-  const std::vector<int64_t> want = reference_spmm(a, b, n);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t sum = 0;
-      for (int64_t x = 0; x < k; ++x) sum += int64_t(da[size_t(i * k + x)]) * int64_t(bt[size_t(j * k + x)]);
-      ASSERT_EQ(sum, want[size_t(i * n + j)]) << "C[" << i << ", " << j << "]";
-    }
+  // One plane each (s8 x u7), and chunk planes: u8 x s12 (2 x 2), s16 x u4 (3 x 1).
+  for (auto [lt, rt] : {std::pair{"s8", "u7"}, {"u8", "s12"}, {"s16", "u4"}}) {
+    const OpSpec spec = spmm(lt, rt, 4);
+    const DenseChunks ch = dense_chunks(spec);
+    VectorSparse a = magicube::testing::random_vector_sparse(rng, m, k, 4, 10, spec.lhs);
+    std::vector<int64_t> b = magicube::testing::random_dense(rng, k * n, spec.rhs);
+    const std::vector<int8_t> da = dense_lhs_int8(a, spec.lhs), bt = dense_rhs_t_int8(b, k, n, spec.rhs);
+    ASSERT_EQ(da.size(), size_t(dense_planes_bytes(int(ch.lhs.size()), m, k, 1))) << lt;
+    ASSERT_EQ(bt.size(), size_t(dense_planes_bytes(int(ch.rhs.size()), n, k, 1))) << rt;
+    const int64_t sa = dense_plane_stride(m, k, 1), sb = dense_plane_stride(n, k, 1);
+    EXPECT_EQ(sa % 256, 0);
+    if (ch.rhs.size() == 1)
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t c = 0; c < n; ++c) ASSERT_EQ(bt[size_t(c * k + r)], b[size_t(r * n + c)]);
+    // The pair products of the planes, shifted and summed, are the sparse reference.
+    const std::vector<int64_t> want = reference_spmm(a, b, n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t sum = 0;
+        for (int p = 0; p < ch.pairs(); ++p) {
+          const int64_t pa = int64_t(size_t(p) / ch.rhs.size()) * sa, pb = int64_t(size_t(p) % ch.rhs.size()) * sb;
+          int64_t pair = 0;
+          for (int64_t x = 0; x < k; ++x)
+            pair += int64_t(da[size_t(pa + i * k + x)]) * int64_t(bt[size_t(pb + j * k + x)]);
+          sum += pair * (int64_t{1} << ch.shift(p));
+        }
+        ASSERT_EQ(sum, want[size_t(i * n + j)]) << lt << " x " << rt << " C[" << i << ", " << j << "]";
+      }
+  }
 }
 
 TEST(DenseRoute, ModelPrefersDenseAtPrefillAndLowSparsity) {
@@ -140,9 +197,13 @@ TEST(DenseRoute, DispatchAsksOnlyWhenAllowedAndNothingIsPinned) {
   EXPECT_EQ(p.route_why, "kernel knobs pinned");
   Dispatched nosig = llvm::cantFail(dispatch(spmm("s8", "s8", 8), nullptr, kH100, -1, nullptr, DenseRoute::Allowed));
   EXPECT_EQ(nosig.route_why, "no matrix given");
+  // u8 runs dense as two int8 GEMMs (u7 + u1 chunks) and an epilogue pass: the model charges
+  // both, where the sparse kernel reads u8 natively.
   Dispatched u8 = llvm::cantFail(dispatch(spmm("u8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
-  EXPECT_EQ(u8.route, Route::Sparse);
-  EXPECT_EQ(u8.route_why.rfind("dense route not offered: lhs u8", 0), 0u) << u8.route_why;
+  Dispatched s8 = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
+  const RouteEstimate eu8 = estimate_routes(u8.plan, sig, kH100), es8 = estimate_routes(s8.plan, sig, kH100);
+  EXPECT_GT(eu8.dense_us, 2 * es8.dense_us) << eu8.str() << " against " << es8.str();
+  EXPECT_NEAR(eu8.sparse_us, es8.sparse_us, 0.05 * es8.sparse_us);
   // Where the model picks dense and cuBLASLt is not loadable here, the dispatch says so and stays sparse.
   Dispatched a = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
   if (dense_library_unavailable().empty()) {
@@ -154,21 +215,19 @@ TEST(DenseRoute, DispatchAsksOnlyWhenAllowedAndNothingIsPinned) {
   }
 }
 
-TEST(DenseRoute, ForcedRefusesWhatTheRouteCannotCompute) {
+TEST(DenseRoute, ForcedTakesEveryOperandType) {
   const MatrixSignature sig = signature(256, 256, 64, 8, 0.5);
-  auto r = dispatch(spmm("u8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Forced);
-  ASSERT_FALSE(r);
-  EXPECT_EQ(llvm::toString(r.takeError()),
-            "route: the dense route cannot run spmm.u8xs8.v8.i32.sm_90: lhs u8 does not fit int8 (the dense "
-            "route takes signed up to 8 bits, unsigned up to 7)");
-  auto ok = dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Forced);
-  if (dense_library_unavailable().empty()) {
-    ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
-    EXPECT_EQ(ok->route, Route::Dense);
-    EXPECT_EQ(ok->route_why, "asked for");
-  } else {
-    ASSERT_FALSE(ok);
-    EXPECT_NE(llvm::toString(ok.takeError()).find("route: dense route unavailable"), std::string::npos);
+  // Every operand type: s8, and u8 x s12 in int8 chunks.
+  for (const OpSpec &spec : {spmm("s8", "s8", 8), spmm("u8", "s12", 8)}) {
+    auto ok = dispatch(spec, &sig, kH100, -1, nullptr, DenseRoute::Forced);
+    if (dense_library_unavailable().empty()) {
+      ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
+      EXPECT_EQ(ok->route, Route::Dense);
+      EXPECT_EQ(ok->route_why, "asked for");
+    } else {
+      ASSERT_FALSE(ok);
+      EXPECT_NE(llvm::toString(ok.takeError()).find("route: dense route unavailable"), std::string::npos);
+    }
   }
 }
 
@@ -389,4 +448,22 @@ TEST(DenseRoute, GemmRefusesAFormsMaskNamingNoForm) {
   EXPECT_STREQ(dense_form_name(DenseForm::RowOrderC), "TN, C row-ordered (C = A Bt^T, CUBLASLT_ORDER_ROW)");
   EXPECT_STREQ(dense_form_name(DenseForm::RowOrderAll),
                "NT in row order (C = A Bt^T, A, Bt and C CUBLASLT_ORDER_ROW)");
+}
+
+// The epilogue kernel compiles (NVRTC, no GPU needed) for every output and chunk count: one
+// plane (s8 x s8), two (u8 x s8), nine (s16 x u16), both layouts, sm_80 and sm_90.
+TEST(DenseRoute, EpilogueKernelsCompileForEveryOutputAndChunkCount) {
+  for (const char *types : {"s8xs8", "u8xs8", "s16xu16"})
+    for (const char *out : {"i32", "i64", "f32+t", "f16+rc+rowbias", "bf16+rc+colbias"}) {
+      const OpSpec spec = llvm::cantFail(parse_opspec(fmt::format("spmm.{}.v8.{}.sm_90", types, out)));
+      if (!dense_needs_scratch(spec)) continue;  // an int32 output of one GEMM is the GEMM's own
+      for (bool transposed : {false, true}) {
+        const KernelSource k = dense_epilogue_source(spec, transposed);
+        for (int arch : {80, 90}) {
+          auto cubin = nvrtc_compile(k.source, k.name + ".cu", arch, Emit::CUBIN, dense_epilogue_options(spec));
+          EXPECT_TRUE(bool(cubin)) << k.name << " sm_" << arch << ": "
+                                   << (cubin ? "" : llvm::toString(cubin.takeError()));
+        }
+      }
+    }
 }

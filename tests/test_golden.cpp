@@ -126,9 +126,12 @@ TEST_P(GoldenKernels, MatchTheReviewedSource) {
 }
 
 // The dense route's epilogue kernel (compiler/dense_epilogue.h): a float output with every
-// epilogue term into a column-major C, and the plain int64 widening.
+// epilogue term into a column-major C, the plain int64 widening, and the sum of chunk-pair
+// planes (u8 x s12: four GEMMs) into int32 and f16.
 TEST(GoldenDenseEpilogue, MatchesTheReviewedSource) {
-  for (auto [spec_text, transposed] : {std::pair{"spmm.s8xs8.v8.bf16+rc+rowbias.sm_90", true}, {"spmm.s8xs8.v8.i64.sm_90", false}}) {
+  for (auto [spec_text, transposed] :
+       {std::pair{"spmm.s8xs8.v8.bf16+rc+rowbias.sm_90", true}, {"spmm.s8xs8.v8.i64.sm_90", false},
+        {"spmm.u8xs12.v8.i32.sm_90", false}, {"spmm.u8xs8.v8.f16+t.sm_90", true}}) {
     auto spec = parse_opspec(spec_text);
     ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
     const KernelSource k = dense_epilogue_source(*spec, transposed);

@@ -163,26 +163,34 @@ TEST(Repack, GeometryOfTheKernelPitch) {
 }
 
 TEST(Repack, DenseRouteBtEqualsTheHostPackerInBothLayouts) {
-  // The dense route's B transposed to N x K int8 (runtime/dense_route.h's dense_rhs_t_int8),
-  // from B as K x N or as N x K, for signed and small unsigned values, N odd and 1.
+  // The dense route's B transposed to N x K int8 planes (runtime/dense_route.h's
+  // dense_rhs_t_int8), from B as K x N or as N x K, for signed and small unsigned values (one
+  // plane) and for types split into int8 chunks (u8, s12, u16), N odd and 1.
   std::mt19937_64 rng(41);
-  for (const ElemType &t : {ElemType{8, true}, ElemType{7, false}, ElemType{4, true}})
+  for (const ElemType &t : {ElemType{8, true}, ElemType{7, false}, ElemType{4, true}, ElemType{8, false},
+                            ElemType{12, true}, ElemType{16, false}})
     for (int64_t n : {1, 7, 64, 130}) {
       const int64_t k = 72;
+      const std::vector<magicube::Chunk> chunks = magicube::split_int8_chunks(t);
       const std::vector<int64_t> b = random_values(rng, size_t(k * n), t);
-      const std::vector<int8_t> want = magicube::dense_rhs_t_int8(b, k, n);
+      const std::vector<int8_t> want = magicube::dense_rhs_t_int8(b, k, n, t);
+      const int64_t stride = magicube::dense_plane_stride(n, k, 1);
       for (bool col_major : {false, true}) {
-        const capi::RepackGeometry g = capi::dense_rhs_t_geometry(k, n, col_major);
-        ASSERT_EQ(g.chunks.size(), 1u);
-        EXPECT_EQ(g.plane_bytes(0), n * k);
+        const capi::RepackGeometry g = capi::dense_rhs_t_geometry(k, n, col_major, chunks);
+        ASSERT_EQ(g.chunks.size(), chunks.size());
         const auto planes = capi::repack_cpu(col_major ? transpose(b, k, n) : b, g);
-        ASSERT_EQ(planes[0].size(), want.size());
-        EXPECT_EQ(std::memcmp(planes[0].data(), want.data(), want.size()), 0)
-            << t.str() << " n=" << n << (col_major ? " from N x K" : " from K x N");
+        for (size_t j = 0; j < chunks.size(); ++j) {
+          EXPECT_EQ(g.plane_bytes(j), n * k);
+          ASSERT_EQ(planes[j].size(), size_t(n * k));
+          EXPECT_EQ(std::memcmp(planes[j].data(), want.data() + int64_t(j) * stride, size_t(n * k)), 0)
+              << t.str() << " plane " << j << " n=" << n << (col_major ? " from N x K" : " from K x N");
+        }
       }
     }
   for (capi::SrcType src : {capi::SrcType::I8, capi::SrcType::I16}) {
-    const std::string code = capi::repack_source(capi::dense_rhs_t_geometry(256, 33, false), src, "magicube_repack_bt");
+    const std::string code = capi::repack_source(
+        capi::dense_rhs_t_geometry(256, 33, false, magicube::split_int8_chunks(ElemType{12, true})), src,
+        "magicube_repack_bt");
     auto cubin = magicube::nvrtc_compile(code, "repack.cu", 80, magicube::Emit::CUBIN);
     EXPECT_TRUE(bool(cubin)) << (cubin ? "" : llvm::toString(cubin.takeError())) << "\n" << code;
   }

@@ -52,7 +52,7 @@ MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float 
   return x;
 }
 
-// The output element of C's (row, col) from its exact int32 sum.
+// The output element of C's (row, col) from its exact sum.
 __device__ __forceinline__ unsigned short mc_out(long long acc, long long row, long long col, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
   const double x = mc_dequant(acc, 2, alpha, row_scale, col_scale, 1, bias, row, col);
@@ -61,25 +61,27 @@ __device__ __forceinline__ unsigned short mc_out(long long acc, long long row, l
 
 extern "C" __global__ void __launch_bounds__(256)
 magicube_dense_epilogue_bf16_rowcol_rowbias_ct(const int *__restrict__ acc_in, unsigned short *__restrict__ out,
-    long long rows, long long cols, float alpha,
+    long long rows, long long cols, long long plane, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
-  // four stored columns per thread, rows strided over the grid's y; one 16-byte load of the
-  // sums and one store of the outputs where every row holds whole fours and C's address allows
+  // four stored columns per thread, rows strided over the grid's y; one 16-byte load of each
+  // plane's sums and one store of the outputs where every row holds whole fours and C's address allows
   const long long q = ((long long)blockIdx.x * 256 + threadIdx.x) * 4;
   if (q >= cols) return;
   const bool whole = (cols & 3) == 0 && ((unsigned long long)out & 7) == 0;
   for (long long p = blockIdx.y; p < rows; p += gridDim.y) {
     const long long i = p * cols + q;
     if (whole) {
-      const int4 a = *(const int4 *)(acc_in + i);
-      const int av[4] = {a.x, a.y, a.z, a.w};
+      const int4 a0 = *(const int4 *)(acc_in + i);
+      const long long av[4] = {a0.x, a0.y, a0.z, a0.w};
       unsigned short o[4];
 #pragma unroll
       for (int j = 0; j < 4; ++j) o[j] = mc_out(av[j], q + j, p, alpha, row_scale, col_scale, bias);
       *(uint2 *)(out + i) = make_uint2(o[0] | ((unsigned)o[1] << 16), o[2] | ((unsigned)o[3] << 16));
     } else {
-      for (int j = 0; j < 4 && q + j < cols; ++j)
-        out[i + j] = mc_out(acc_in[i + j], q + j, p, alpha, row_scale, col_scale, bias);
+      for (int j = 0; j < 4 && q + j < cols; ++j) {
+        const long long acc = acc_in[i + j];
+        out[i + j] = mc_out(acc, q + j, p, alpha, row_scale, col_scale, bias);
+      }
     }
   }
 }
