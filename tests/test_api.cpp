@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/dense_chunks.h"
+
 #include <iostream>
 #include <optional>
 #include <random>
@@ -13,6 +15,7 @@
 #include <sys/resource.h>
 
 #include "compiler/codegen.h"
+#include "compiler/dense_chunks.h"
 #include "compiler/planner.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/epilogue.h"
@@ -845,8 +848,9 @@ TEST(ApiGpu, DenseRouteIsBitExact) {
   }
 }
 
-// Outputs other than int32 on the dense route: the GEMM's int32 result in the workspace, the
-// epilogue kernel writing C (and C^T) with the sparse kernels' scales, bias and rounding.
+// Outputs other than int32 on the dense route, and operands in int8 chunks: the GEMMs' int32
+// results in the workspace, the epilogue kernel writing C (and C^T) with the sparse kernels'
+// scales, bias and rounding.
 TEST(ApiGpu, DenseRouteFloatAndInt64Outputs) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::string why;
@@ -855,7 +859,9 @@ TEST(ApiGpu, DenseRouteFloatAndInt64Outputs) {
   const int arch = ctx->compute_capability() >= 90 ? 90 : 80;
   const auto forced = dense_options(magicube::DenseRoute::Forced);
   for (const char *text : {"spmm.s8xs8.v8.f16+rc+colbias", "spmm.s4xu7.v4.f32+t+rowbias", "spmm.s8xs8.v8.bf16",
-                           "spmm.s8xs8.v8.bf16+rc+rowbias", "spmm.s8xs8.v2.i64"}) {
+                           "spmm.s8xs8.v8.bf16+rc+rowbias", "spmm.s8xs8.v2.i64",
+                           // in int8 chunks: two and four GEMMs, into every output
+                           "spmm.u8xs8.v8.bf16+rc+rowbias", "spmm.s12xu8.v4.i32", "spmm.u8xs4.v8.i64"}) {
     const OpSpec s = magicube::parse_spec(std::string(text) + ".sm_" + std::to_string(arch));
     const int64_t m = 77, k = 256;  // M not a multiple of V
     magicube::VectorSparse a = random_vector_sparse(rng, m, k, s.v, k / 2, s.lhs);
@@ -877,7 +883,9 @@ TEST(ApiGpu, DenseRouteFloatAndInt64Outputs) {
       magicube::DeviceLhs da = op.upload(op.pack_lhs(a));
       magicube::DeviceRhs db = op.upload(op.pack_rhs(b, k, n));
       magicube::DeviceBuffer ct = op.allocate_output(n, m);
-      ASSERT_EQ(op.workspace_bytes(m, n), magicube::DenseGemm::kDefaultWorkspace + size_t((m * n * 4 + 255) / 256 * 256));
+      const int pairs = magicube::dense_chunks(s).pairs();
+      ASSERT_EQ(op.workspace_bytes(m, n),
+                magicube::DenseGemm::kDefaultWorkspace + size_t(pairs * ((m * n * 4 + 255) / 256 * 256)));
       auto ws = magicube::DeviceBuffer::allocate(op.workspace_bytes(m, n));
       ASSERT_TRUE(bool(ws)) << llvm::toString(ws.takeError());
       ASSERT_FALSE(bool(ct.memset(0xab)));

@@ -131,6 +131,21 @@ def test_numpy_spmm_dense_route_every_layout(gpu, n):
     assert np.array_equal(magicube.spmm(w, bt, b_layout="col"), want)
 
 
+@pytest.mark.parametrize("spec", ["spmm.u8xu8.v8.i32.sm_80", "spmm.s8xu8.v4.i64.sm_80"])
+def test_numpy_spmm_dense_route_in_int8_chunks(gpu, spec):
+    # u8 operands: their int8 chunk planes, one GEMM per chunk pair, summed by the epilogue.
+    rng = np.random.default_rng(7)
+    v = 8 if ".v8." in spec else 4
+    a = vector_sparse(rng, 77, 256, v, 0.5, lo=0, hi=255, dtype=np.uint8) if spec.startswith("spmm.u8") \
+        else vector_sparse(rng, 77, 256, v, 0.5)
+    b = rng.integers(0, 256, size=(256, 64)).astype(np.uint8)
+    w = _dense_weight(a, spec, 64)
+    assert w.op.route == "dense"
+    want = _ref(a, b)
+    assert np.array_equal(magicube.spmm(w, b), want)
+    assert np.array_equal(magicube.spmm(w, np.ascontiguousarray(b.T), b_layout="col", out_layout="col"), want.T)
+
+
 def test_torch_dense_route_device_layouts_and_graphs(gpu):
     pytest.importorskip("torch")
     rng = np.random.default_rng(17)

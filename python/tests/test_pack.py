@@ -115,7 +115,7 @@ def _dense_or_skip(w, spec, **kw):
         raise
 
 
-def test_dense_route_is_opt_in_and_refused_where_it_cannot_compute():
+def test_dense_route_is_opt_in():
     rng = np.random.default_rng(11)
     w = vector_sparse(rng, 40, 96, 8, 0.3)
     p = magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", n=64)
@@ -123,8 +123,6 @@ def test_dense_route_is_opt_in_and_refused_where_it_cannot_compute():
     allowed = magicube.Op("spmm.s8xs8.v8.i32.sm_90", allow_dense=True)
     assert allowed.route == "sparse" and allowed.route_why == "no matrix given"
     assert magicube.Op("spmm.s8xs8.v8.i32.sm_90", w, 64, allow_dense=True).route_why != ""
-    with pytest.raises(magicube.Error, match=r"lhs u8 does not fit int8"):
-        magicube.pack_weight(w.astype(np.uint8) & 0x7F, "spmm.u8xs8.v8.i32.sm_90", allow_dense="force")
     with pytest.raises(magicube.Error, match="allow_dense: 'yes'"):
         magicube.pack_weight(w, "spmm.s8xs8.v8.i32.sm_90", allow_dense="yes")
 
@@ -135,6 +133,20 @@ def test_dense_route_takes_float_outputs():
     p = _dense_or_skip(w, "spmm.s8xs8.v8.bf16+rc+rowbias.sm_90", n=64)
     assert p.op.route == "dense" and p.header.route == 1
     assert np.array_equal(p.blob[p.header.dense_offset:][:40 * 96].view(np.int8).reshape(40, 96), w)
+
+
+def test_dense_packed_weight_of_u8_holds_its_int8_chunk_planes():
+    # u8 does not fit int8: its dense copy is two planes, bits 0-6 and bit 7, 256-byte aligned.
+    rng = np.random.default_rng(14)
+    w = vector_sparse(rng, 40, 96, 8, 0.3, lo=0, hi=255, dtype=np.uint8)
+    p = _dense_or_skip(w, "spmm.u8xs8.v8.i32.sm_90", n=64)
+    h = p.header
+    assert p.op.route == "dense" and h.route == 1
+    stride = (40 * 96 + 255) // 256 * 256
+    assert h.dense_bytes == stride + 40 * 96
+    planes = p.blob[h.dense_offset:h.dense_offset + h.dense_bytes]
+    assert np.array_equal(planes[:40 * 96].view(np.int8).reshape(40, 96), (w & 0x7F).astype(np.int8))
+    assert np.array_equal(planes[stride:].view(np.int8).reshape(40, 96), (w >> 7).astype(np.int8))
 
 
 def test_dense_packed_weight_holds_a_dense_copy():

@@ -219,7 +219,10 @@ TEST(CApiGpu, DenseRouteHostOperandsEveryLayout) {
       {"spmm.s8xs8.v8.i32", MAGICUBE_INT8},         {"spmm.s4xu7.v4.i32", MAGICUBE_UINT8},
       {"spmm.s8xs8.v8.i32", MAGICUBE_INT16},        {"spmm.s8xs8.v8.bf16+rc+rowbias", MAGICUBE_INT8},
       {"spmm.s8xs4.v8.f16+t+colbias", MAGICUBE_INT8}, {"spmm.s8xs8.v4.f32+rc", MAGICUBE_INT8},
-      {"spmm.s8xs8.v8.i64", MAGICUBE_INT8}};
+      {"spmm.s8xs8.v8.i64", MAGICUBE_INT8},
+      // in int8 chunks: B repacked into its chunk planes on the device, from bytes and from int16
+      {"spmm.u8xu8.v8.i32", MAGICUBE_UINT8},       {"spmm.s8xs12.v4.bf16+rc+rowbias", MAGICUBE_INT16},
+      {"spmm.u16xs8.v8.i64", MAGICUBE_INT8}};
   const int64_t m = 77, k = 256;  // M not a multiple of V
   for (const SpmmCase &c : cases) {
     const std::string spec = with_arch(c.spec);

@@ -1,6 +1,6 @@
 // The dense route on the GPU: through the library's pipeline (as magicube run, tune and the
 // bench use it) its output equals the int64 reference (int32, int64, and the float outputs
-// as the epilogue rounds it) for every int8-fitting precision, V and an awkward N; the dispatch's forced route runs the same. Skips with a
+// as the epilogue rounds it) for every precision (wider ones in int8 chunks), V and an awkward N; the dispatch's forced route runs the same. Skips with a
 // one-line reason where there is no GPU, or where libcublasLt cannot be loaded.
 #include <gtest/gtest.h>
 
@@ -55,7 +55,7 @@ std::string run_dense(Context &ctx, const Problem &p, uint64_t seed) {
 
 }  // namespace
 
-TEST(DenseRouteGpu, BitExactForEveryInt8Precision) {
+TEST(DenseRouteGpu, BitExactForEveryPrecision) {
   MAGICUBE_REQUIRE_GPU(ctx);
   if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
   const Problem problems[] = {
@@ -68,6 +68,11 @@ TEST(DenseRouteGpu, BitExactForEveryInt8Precision) {
       {"s4", "u7", 4, 256, 512, 33, 0.7, OutType::BF16},
       {"s8", "s8", 8, 512, 1024, 512, 0.5, OutType::F32, Scale::Tensor},
       {"s8", "s8", 2, 130, 4096, 7, 0.0, OutType::Int64},
+      // Operands in int8 chunks: one GEMM per chunk pair, the epilogue summing the planes.
+      {"u8", "s8", 8, 512, 1024, 64, 0.5},   {"s8", "u8", 8, 1000, 2048, 1, 0.7},
+      {"u8", "u8", 4, 256, 512, 33, 0.5, OutType::BF16, Scale::RowCol},
+      {"s12", "s4", 4, 130, 256, 16, 0.7},   {"s16", "u16", 8, 64, 512, 8, 0.5, OutType::Int64},
+      {"u16", "s8", 2, 300, 1024, 100, 0.9, OutType::F32, Scale::Tensor},
   };
   uint64_t seed = 1;
   for (const Problem &p : problems)
