@@ -254,7 +254,13 @@ constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6
 // 14336x4096, and 4.6 ps for the ring kernel at 4096x11008 N=512; at s=0.5 2.0-3.2 ps (more
 // strides a row-block hide it), where the dense route wins by 2x anyway. Without it the route
 // stayed sparse at s=0.9 and ran 1.04-1.31x the dense route's bf16 time.
-constexpr double kFloatEpilogueUsPerElem = 6e-6;
+// Where the dense route is two GEMMs (u8 x s8, 2026-11-26 11:53 UTC) the s=0.5 and 0.7 cost
+// decides too: 2.1-3.1 ps on 4096x4096 (N = 2048, 8192) and 11008x4096 (N = 512, 2048), and 6 ps
+// had sent three of those problems dense at 1.10-1.15x the sparse kernel's time. So 6 ps for
+// row-blocks of up to kFloatEpilogueShortRb vectors (s=0.9 at K=4096), less in proportion for
+// longer ones, down to 2.5 ps.
+constexpr double kFloatEpilogueUsPerElem = 6e-6, kFloatEpilogueFloorUsPerElem = 2.5e-6;
+constexpr double kFloatEpilogueShortRb = 512;
 // Each wave of blocks past the first: its slice load and about 7 us more (its blocks' first
 // round trips and cut sums): 4096x4096 s=0.9 N=8192 (four waves) ran 9 % slower an op than
 // N=2048 (one).
@@ -338,7 +344,10 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
                              : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
   if (decode) e.sparse_us += double(plan.launch.panels(sig.k) - 1) * out_bytes * m * n / (kPanelAddBytesPerUs * scale);
-  if (is_float(spec.out)) e.sparse_us += m * n * kFloatEpilogueUsPerElem / scale;
+  if (is_float(spec.out))
+    e.sparse_us += m * n / scale *
+                   std::max(kFloatEpilogueFloorUsPerElem,
+                            kFloatEpilogueUsPerElem * std::min(1.0, kFloatEpilogueShortRb / std::max(1.0, sig.mean)));
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + reads * vectors * v * (1 + 0.2 * (tiles - 1)) /
