@@ -36,10 +36,13 @@
 //   std::vector<int64_t> s = magicube::sddmm_host(spec, mask, a, b, K, magicube::SparseLayout::Bcrs,
 //                                                 scales);  // f16 bit patterns, BCRS order
 //
-// The dense route (opt-in, SpMM with operands that fit int8, any output): where a dense int8
-// GEMM (cuBLASLt, dlopen'ed) is faster than the sparse kernel for the matrix, the op runs as
-// one; an output other than int32 (int64, or float with its scales and bias) is written from
-// the GEMM's int32 result by an epilogue kernel, bit for bit as the sparse kernels write it. It keeps a dense int8 copy of A (M x K bytes) instead of the sparse one, so
+// The dense route (opt-in, SpMM of any operand types, any output): where a dense int8 GEMM
+// (cuBLASLt, dlopen'ed) is faster than the sparse kernel for the matrix, the op runs as one;
+// operands that do not fit int8 (u8, s12, ...) are split into int8 chunks, one GEMM per chunk
+// pair (compiler/dense_chunks.h). An output other than int32 (int64, or float with its scales
+// and bias), or of chunked operands, is written from the GEMMs' int32 results by an epilogue
+// kernel, bit for bit as the sparse kernels write it. It keeps a dense int8 copy of A (M x K
+// bytes a chunk) instead of the sparse one, so
 // the caller decides: SpmmOptions::dense = DenseRoute::Allowed lets the dispatch compare the
 // routes for the matrix given to the constructor; Forced takes the dense route or refuses,
 // naming why. route() and route_why() say what was chosen; the same calls run either route:
@@ -142,7 +145,8 @@ double stored_value(OutType out, int64_t element);
 struct HostLhs {
   SrBcrs layout;
   PackedLhs packed;          // the sparse route's planes (empty on the dense route)
-  std::vector<int8_t> dense;  // the dense route's A: M x K int8, row-major (empty on the sparse route)
+  std::vector<int8_t> dense;  // the dense route's A: M x K int8, row-major, a plane per int8 chunk
+                              // (dense_lhs_int8; empty on the sparse route)
 };
 
 // One SpMM op: C (M x N, row-major) = A (M x K, V x 1 vector-sparse) x B (K x N, row-major),
@@ -188,7 +192,7 @@ class Spmm {
   // multiple of 4.
   HostLhs pack_lhs(const VectorSparse &a) const;
   // Packs B (K x N, row-major); refuses a size other than k * n and values outside the rhs
-  // type. Dense route: PackedRhs::dense_t (B transposed, N x K int8), no planes.
+  // type. Dense route: PackedRhs::dense_t (B transposed, N x K int8 a chunk), no planes.
   PackedRhs pack_rhs(const std::vector<int64_t> &b, int64_t k, int64_t n) const;
   // Checks a float output's scales and bias for an M x N result: row_scale (M) and
   // col_scale (N) for a rowcol scale, bias of M (row) or N (col) values; refuses scales or
@@ -213,8 +217,9 @@ class Spmm {
   // algorithm instead, host work only).
   void load() const;
   // Device workspace (bytes) a run of this op needs, for the constructor's M x N: on the
-  // dense route cuBLASLt's and, for an output other than int32, the GEMM's int32 result
-  // (M x N x 4 bytes, which the epilogue kernel turns into the output); 0 on the sparse route.
+  // dense route cuBLASLt's and, for an output other than int32 or operands in int8 chunks, the
+  // GEMMs' int32 results (M x N x 4 bytes a chunk pair, which the epilogue kernel turns into the
+  // output); 0 on the sparse route.
   size_t workspace_bytes() const;
   // The same for a run of an M x N output.
   size_t workspace_bytes(int64_t m, int64_t n) const;
@@ -233,12 +238,13 @@ class Spmm {
   void run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream, CUdeviceptr workspace,
            size_t workspace_bytes) const;
   // The dense route on device pointers (what the C ABI runs): C = A x B with A the dense
-  // int8 copy (m x k, row-major), B given as Bt (n x k int8, row-major) and C of the op's
+  // int8 copy (m x k, row-major), B given as Bt (n x k int8, row-major), each a plane per int8
+  // chunk of its type stacked dense_plane_stride apart (runtime/dense_route.h), and C of the op's
   // output type, m x n row-major, or n x m row-major (C^T) when c_transposed (cuBLASLt
   // computes it with the operands swapped: no transpose). A, Bt and the workspace
   // (workspace_bytes(m, n)) 256-byte aligned (cuBLASLt's heuristic assumes it), and C too for
-  // an int32 output (the GEMM writes it); other outputs are written by the epilogue kernel
-  // from the workspace's int32 result (C aligned to its element). A float output's scales and
+  // an int32 output of one GEMM (which writes it); other outputs are written by the epilogue
+  // kernel from the workspace's int32 results (C aligned to its element). A float output's scales and
   // bias from `epilogue`. Asynchronous; Kind::Invalid on the sparse route.
   void run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t m, int64_t k, int64_t n,
                  bool c_transposed, CUdeviceptr workspace, size_t workspace_bytes, CUstream stream = nullptr,

@@ -48,13 +48,15 @@
  * capturing (magicube_op_load loads the op's main kernel only, not the repack kernels).
  * The first run of an op compiles its kernels (NVRTC, through the memory and disk caches).
  *
- * The dense route (opt-in, SpMM only): an SpMM whose operands fit int8 (any output) may run
- * as a dense int8 GEMM (cuBLASLt, dlopen'ed at first use: libcublasLt.so.13) where that is
+ * The dense route (opt-in, SpMM only): an SpMM of any operand types (any output) may run
+ * as dense int8 GEMMs (cuBLASLt, dlopen'ed at first use: libcublasLt.so.13) where that is
  * faster than the sparse kernel for the matrix (pruned LLM weights at 50-70 % sparsity and
- * prefill-sized N usually are). An output other than int32 (int64; f32, f16, bf16 with the
- * op's scales and bias) is written from the GEMM's exact int32 result by an epilogue kernel,
- * bit for bit as the sparse kernels write it. Its packed weight holds a dense int8 copy of A
- * (M x K bytes) instead of the sparse arrays, so the caller must allow it:
+ * prefill-sized N usually are). Operands that do not fit int8 (u8, wider types) are split into
+ * int8 chunks, one GEMM per chunk pair. An output other than int32 (int64; f32, f16, bf16 with
+ * the op's scales and bias), or of chunked operands, is written from the GEMMs' exact int32
+ * results by an epilogue kernel, bit for bit as the sparse kernels write it. Its packed weight
+ * holds a dense int8 copy of A (M x K bytes a chunk) instead of the sparse arrays, so the
+ * caller must allow it:
  *
  *   magicube_op_options_ex o = {sizeof o, -1, 0, MAGICUBE_DENSE_ALLOWED};
  *   magicube_op_create_ex("spmm.s8xs8.v8.i32.sm_90", &weight, n, &o, &op);

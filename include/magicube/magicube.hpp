@@ -15,7 +15,7 @@
 //   magicube_epilogue e{1.0f, w_scale_dev, x_scale_dev, nullptr};
 //   op.spmm(pw.header(), w_dev, x, N, y, &e, ws_dev, ws, stream);     // asynchronous
 //
-// The dense route (an int32 output, int8-fitting operands): OpOptions o; o.dense =
+// The dense route (any SpMM; operands wider than int8 in int8 chunks): OpOptions o; o.dense =
 // MAGICUBE_DENSE_ALLOWED; then op.dense() and op.route_why() say what the dispatch chose; the
 // calls above run either route (see magicube.h).
 //

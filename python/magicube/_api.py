@@ -63,9 +63,10 @@ class Op:
     for SpMM, the mask for SDDMM) and `n_or_k` (N for SpMM, K for SDDMM) the dispatch plans
     for that matrix (a tuning record or the policy); without, the policy's defaults.
 
-    allow_dense (SpMM with operands that fit int8, any output): True lets the dispatch run
-    the op as a dense int8 GEMM (cuBLASLt) where that is faster for the matrix, keeping a dense
-    copy of A (M x K bytes) in the packed weight instead of the sparse one; "force" always does
+    allow_dense (SpMM, any operand types and output): True lets the dispatch run the op as
+    dense int8 GEMMs (cuBLASLt; operands wider than int8, u8 too, in int8 chunks, one GEMM per
+    chunk pair) where that is faster for the matrix, keeping a dense copy of A (M x K bytes a
+    chunk) in the packed weight instead of the sparse one; "force" always does
     (or raises, naming why not); False (the default) never. `route` and `route_why` say what
     was chosen."""
 
