@@ -263,16 +263,16 @@ int64_t fingerprint_of(const magicube::Plan &p) {
   return out;
 }
 
-// The dense route's A: one int8 plane per chunk of its type (compiler/dense_chunks.h), at most
-// three (16 bits: u7 + u7 + s2).
-constexpr int kMaxDensePlanes = 3;
-
-// How many int8 planes of rows x cols the dense copy's bytes hold (0: no whole number of them).
-int dense_planes_of(const magicube_packed_header &h) {
-  if (h.rows > INT64_MAX / 4 / std::max<int64_t>(h.cols, 1)) return 0;  // rows and cols are checked to be >= 0
-  for (int p = 1; p <= kMaxDensePlanes; ++p)
-    if (h.dense_bytes == magicube::dense_planes_bytes(p, h.rows, h.cols, 1)) return p;
-  return 0;
+// Whether the dense copy's size is one the route writes for A of rows x cols: one or two int8
+// planes (compiler/dense_chunks.h: 16 bits are two chunks), each with its M int32 row sums or
+// not (runtime/dense_route.h). The op's own spec pins which (check_header_for).
+bool dense_bytes_plausible(const magicube_packed_header &h) {
+  if (h.rows > INT64_MAX / 8 / std::max<int64_t>(h.cols + 8, 1)) return false;  // rows and cols are >= 0 here
+  for (int planes : {1, 2}) {
+    const int64_t bytes = magicube::dense_planes_bytes(planes, h.rows, h.cols, 1);
+    if (h.dense_bytes == bytes || h.dense_bytes == (bytes + 255) / 256 * 256 + planes * h.rows * 4) return true;
+  }
+  return false;
 }
 
 void check_header(const magicube_packed_header &h, size_t bytes_available) {
@@ -301,10 +301,10 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
   if (h.route != 0 && h.route != 1) invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
   if (h.route == 1) {
     if (h.op != 0) invalid("packed: a dense copy in an SDDMM mask (the dense route runs SpMM only)");
-    if (h.rows < 0 || h.cols < 0 || h.rows > INT32_MAX || h.cols > INT32_MAX || dense_planes_of(h) == 0)
+    if (h.rows < 0 || h.cols < 0 || h.rows > INT32_MAX || h.cols > INT32_MAX || !dense_bytes_plausible(h))
       invalid("packed: the dense copy has " + std::to_string(h.dense_bytes) + " bytes for A of " +
-              std::to_string(h.rows) + " x " + std::to_string(h.cols) + " (allowed: 1 to " +
-              std::to_string(kMaxDensePlanes) + " int8 planes, runtime/dense_route.h)");
+              std::to_string(h.rows) + " x " + std::to_string(h.cols) +
+              " (allowed: one or two int8 planes, with or without their row sums; runtime/dense_route.h)");
     if (h.dense_offset % kBlobAlign != 0) invalid("packed: the dense copy is not 256-byte aligned in the blob");
     in(h.dense_offset, h.dense_bytes, "the dense copy");
     return;
@@ -331,10 +331,11 @@ void check_header_for(const magicube_op &op, const magicube_packed_header &h) {
     invalid(std::string("packed: packed for the ") + (h.route ? "dense" : "sparse") + " route, but this op (" +
             magicube::to_string(op.spec()) + ") runs the " + (route ? "dense" : "sparse") +
             " route: pack it with this op");
-  if (route == 1 && dense_planes_of(h) != int(magicube::dense_chunks(op.spec()).lhs.size()))
-    invalid("packed: the dense copy has " + std::to_string(dense_planes_of(h)) + " int8 plane(s), but this op (" +
-            magicube::to_string(op.spec()) + ") splits A into " +
-            std::to_string(magicube::dense_chunks(op.spec()).lhs.size()) + ": pack it with this op");
+  if (route == 1 && h.dense_bytes != magicube::dense_lhs_bytes(op.spec(), h.rows, h.cols))
+    invalid("packed: the dense copy has " + std::to_string(h.dense_bytes) + " bytes, but this op (" +
+            magicube::to_string(op.spec()) + ") packs " +
+            std::to_string(magicube::dense_lhs_bytes(op.spec(), h.rows, h.cols)) + " for A of " +
+            std::to_string(h.rows) + " x " + std::to_string(h.cols) + ": pack it with this op");
 }
 
 // ---- device operands -------------------------------------------------------------------------
@@ -431,10 +432,12 @@ SpmmLayout dense_spmm_layout(const magicube_op &op, const magicube_packed_header
   l.dense = true;
   const int64_t m = h.rows, k = h.cols;
   l.lt_off = l.ws.take(int64_t(op.spmm->workspace_bytes(m, n)));
-  // B's int8 chunks (one where its type fits int8: then an int8 N x K source is read in place),
-  // each repacked into a plane of Bt, the planes stacked dense_plane_stride apart.
-  const std::vector<magicube::Chunk> chunks = magicube::dense_chunks(op.spec()).rhs;
-  l.b_in_place = chunks.size() == 1 && b.layout == MAGICUBE_COL_MAJOR && dtype_bytes(b.dtype) == 1 && b.data &&
+  // B's int8 chunks (one without an offset where its type fits int8: then an int8 N x K source
+  // is read in place), each repacked into a plane of Bt, the planes stacked dense_plane_stride
+  // apart.
+  const std::vector<magicube::DenseChunk> chunks = magicube::dense_chunks(op.spec()).rhs;
+  l.b_in_place = chunks.size() == 1 && chunks[0].offset == 0 && b.layout == MAGICUBE_COL_MAJOR &&
+                 dtype_bytes(b.dtype) == 1 && b.data &&
                  reinterpret_cast<uintptr_t>(b.data) % kDenseAlign == 0;
   if (!l.b_in_place) {
     l.g = capi::dense_rhs_t_geometry(k, n, b.layout == MAGICUBE_COL_MAJOR, chunks);

@@ -94,7 +94,7 @@ RepackGeometry sddmm_rhs_geometry(const Plan &plan, int64_t k, int64_t n, bool c
   return g;
 }
 
-RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major, const std::vector<Chunk> &chunks) {
+RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major, const std::vector<DenseChunk> &chunks) {
   // Plane row r is B's column r; element t of it is B[t, r].
   RepackGeometry g;
   g.src_rows = n;
@@ -103,7 +103,8 @@ RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major, const 
   g.s_t = col_major ? 1 : n;
   g.rows = n;
   g.pitch = g.cols = k;
-  g.chunks = chunks_of(chunks);  // int8 chunks (split_int8_chunks): one byte per element each
+  for (const DenseChunk &c : chunks)  // one byte per element each
+    g.chunks.push_back(PlaneChunk{c.chunk.lo_bit, c.chunk.bits, c.chunk.is_signed ? 1 : 0, 8, c.offset});
   return g;
 }
 
@@ -118,7 +119,8 @@ std::vector<std::vector<uint8_t>> repack_cpu(const std::vector<int64_t> &src, co
       const int x0 = at(r, t), x1 = at(r, t + 1);
       for (size_t j = 0; j < g.chunks.size(); ++j) {
         const PlaneChunk &c = g.chunks[j];
-        const int c0 = mc_chunk(x0, c.lo, c.bits, c.is_signed), c1 = mc_chunk(x1, c.lo, c.bits, c.is_signed);
+        const int c0 = mc_chunk(x0, c.lo, c.bits, c.is_signed) - c.offset;
+        const int c1 = mc_chunk(x1, c.lo, c.bits, c.is_signed) - c.offset;
         const long long e = mc_plane_index(r, t, g.rows, g.pitch, g.bsn, 128 / c.storage_bits);
         if (c.storage_bits == 8) {
           planes[j][size_t(e)] = uint8_t(c0);
@@ -159,10 +161,11 @@ std::string repack_source(const RepackGeometry &g, SrcType src, const std::strin
   s << "    const int x0 = tile[rr][tt], x1 = tile[rr][tt + 1];\n";
   for (size_t j = 0; j < g.chunks.size(); ++j) {
     const PlaneChunk &c = g.chunks[j];
-    s << "    {  // plane " << j << ": " << (c.is_signed ? "s" : "u") << c.bits << "@" << c.lo << ", " << c.storage_bits
-      << "-bit storage\n";
-    s << "      const int c0 = mc_chunk(x0, " << c.lo << ", " << c.bits << ", " << c.is_signed << "), c1 = mc_chunk(x1, "
-      << c.lo << ", " << c.bits << ", " << c.is_signed << ");\n";
+    const std::string off = c.offset ? " - " + std::to_string(c.offset) : "";
+    s << "    {  // plane " << j << ": " << (c.is_signed ? "s" : "u") << c.bits << "@" << c.lo
+      << (c.offset ? " minus " + std::to_string(c.offset) : "") << ", " << c.storage_bits << "-bit storage\n";
+    s << "      const int c0 = mc_chunk(x0, " << c.lo << ", " << c.bits << ", " << c.is_signed << ")" << off
+      << ", c1 = mc_chunk(x1, " << c.lo << ", " << c.bits << ", " << c.is_signed << ")" << off << ";\n";
     s << "      const long long e = mc_plane_index(r, t, rows, pitch, " << g.bsn << ", " << 128 / c.storage_bits << ");\n";
     if (c.storage_bits == 8)
       s << "      p" << j << "[e] = (unsigned char)c0;\n      p" << j << "[e + 1] = (unsigned char)c1;\n";

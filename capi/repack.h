@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/dense_chunks.h"
 #include "compiler/plan.h"
 #include "llvm/Support/Error.h"
 
@@ -29,6 +30,7 @@ int src_type_bytes(SrcType t);
 
 struct PlaneChunk {
   int lo = 0, bits = 8, is_signed = 0, storage_bits = 8;
+  int offset = 0;  // subtracted from the chunk's value (the dense route's u8 chunks: 128)
 };
 
 // One repack: logical element (r, t) of the source, r < src_rows, t < src_cols, is
@@ -54,9 +56,9 @@ RepackGeometry sddmm_lhs_geometry(const Plan &plan, int64_t m, int64_t k, bool c
 RepackGeometry sddmm_rhs_geometry(const Plan &plan, int64_t k, int64_t n, bool col_major);
 int64_t sddmm_pitch(int64_t k);
 // The dense route's B (K x N) as Bt: an int8 plane of N rows of K (pitch K; K even) per chunk
-// (compiler/dense_chunks.h: the type's split_int8_chunks), the cuBLASLt GEMMs' operands.
-// col_major: the source is N x K row-major (a linear layer's X).
-RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major, const std::vector<Chunk> &chunks);
+// (compiler/dense_chunks.h: split_dense_chunks of the type, offsets subtracted), the cuBLASLt
+// GEMMs' operands. col_major: the source is N x K row-major (a linear layer's X).
+RepackGeometry dense_rhs_t_geometry(int64_t k, int64_t n, bool col_major, const std::vector<DenseChunk> &chunks);
 
 // The CPU reference of the repack kernel: the planes' bytes for source values `src` (laid
 // out as the geometry's strides say).

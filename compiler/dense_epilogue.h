@@ -18,15 +18,24 @@
 namespace magicube {
 
 inline constexpr int kDenseEpilogueThreads = 256;  // threads per block, four stored columns each
+inline constexpr int kDenseRowSumsThreads = 256;   // threads per block of the row sums, a warp a row
 
-// The kernel for `spec` (an SpMM with an output other than int32, or with more than one chunk
-// pair), e.g. magicube_dense_epilogue_bf16_rowcol_rowbias_ct, magicube_dense_epilogue_i32_p2.
-// Kernel parameters: (const int *acc, <out> *out, long long rows, long long cols,
-// long long plane, float alpha, const float *row_scale, const float *col_scale,
-// const float *bias), rows x cols as stored, chunk pair p's plane at acc + p * plane; grid
-// (x: column tiles of 4 * kDenseEpilogueThreads, y: rows, strided past 65535), block
-// kDenseEpilogueThreads; the planes 16-byte aligned (the workspace's scratch is).
+// The kernel for `spec` (an SpMM whose output is not int32, or whose operands are split into
+// int8 chunks: DenseChunks::needs_epilogue), e.g. magicube_dense_epilogue_bf16_rowcol_rowbias_ct,
+// magicube_dense_epilogue_i32_p2_ao. Kernel parameters: (const int *acc, <out> *out,
+// long long rows, long long cols, long long plane, long long k, const int *ra, const int *cb,
+// float alpha, const float *row_scale, const float *col_scale, const float *bias): rows x cols
+// as stored, chunk pair p's plane at acc + p * plane, K, A's chunk row sums ra (M a chunk) and
+// B's chunk column sums cb (N a chunk) where offsets need them; grid (x: column tiles of
+// 4 * kDenseEpilogueThreads, y: rows, strided past 65535), block kDenseEpilogueThreads; the
+// planes 16-byte aligned (the workspace's scratch is).
 KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed);
+// The row-sum kernel magicube_dense_row_sums(const signed char *planes, long long plane,
+// long long rows, long long k, int *sums): sums[p * rows + r] = the sum of int8 row r (k
+// bytes, k % 4 == 0) of plane p (planes `plane` bytes apart, 4-byte aligned); grid (x: rows
+// in blocks of kDenseRowSumsThreads / 32, y: planes), block kDenseRowSumsThreads. The column
+// sums of B's chunks (Bt's rows) for A's offsets.
+KernelSource dense_row_sums_source();
 // NVRTC options it needs (float outputs: --fmad=false, as nvrtc_options gives the sparse kernels).
 std::vector<std::string> dense_epilogue_options(const OpSpec &spec);
 

@@ -1,5 +1,6 @@
 #include "compiler/dense_epilogue.h"
 
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -69,19 +70,35 @@ std::string plane_at(int t, const std::string &e) {
   return t == 0 ? e : t == 1 ? "plane + " + e : std::to_string(t) + " * plane + " + e;
 }
 
-// mc_sum(s0, s1, ...): C's exact sum from its chunk pairs' int32 results, pair t counting
-// 2^shift(t) times.
+// An offset's sums of chunk c: sums[<sums_at(c, count, e)>].
+std::string sums_at(size_t c, const char *count, const std::string &e) {
+  return c == 0 ? e : c == 1 ? std::string(count) + " + " + e : std::to_string(c) + " * " + count + " + " + e;
+}
+
+// mc_sum(s0, s1, ..., row, col, m, n, k, ra, cb): C's exact sum from its chunk pairs' int32
+// results (compiler/dense_chunks.h): pair t counts 2^shift(t) times, with its offsets' terms.
 std::string sum_function(const DenseChunks &ch) {
   std::ostringstream s;
-  s << "// C's exact sum from its " << ch.pairs() << " chunk pairs' int32 results s0.. (pair t counts 2^shift(t) times).\n";
+  s << "// C's exact sum from its " << ch.pairs() << " chunk pair(s)' int32 results s0..: pair t counts 2^shift(t) "
+    << "times,\n// with its offsets' terms (compiler/dense_chunks.h): B's offset times A's row sums ra, A's "
+    << "offset\n// times B's column sums cb, both offsets times K.\n";
   std::vector<std::string> params;
   for (int t = 0; t < ch.pairs(); ++t) params.push_back("int s" + std::to_string(t));
+  for (const char *p : {"long long row", "long long col", "long long m", "long long n", "long long k",
+                        "const int *__restrict__ ra", "const int *__restrict__ cb"})
+    params.push_back(p);
   s << wrapped_call("__device__ __forceinline__ long long mc_sum(", params, ") {", 4) << "\n";
+  std::vector<std::string> terms;
   for (int t = 0; t < ch.pairs(); ++t) {
-    s << (t == 0 ? "  return " : "       + ") << "(long long)s" << t;
-    if (ch.shift(t)) s << " * " << (int64_t{1} << ch.shift(t)) << "LL";
-    s << (t + 1 == ch.pairs() ? ";\n" : "\n");
+    const int64_t sh = int64_t{1} << ch.shift(t), o = ch.lhs_of(t).offset, p = ch.rhs_of(t).offset;
+    const size_t i = size_t(t) / ch.rhs.size(), j = size_t(t) % ch.rhs.size();
+    terms.push_back("(long long)s" + std::to_string(t) + (sh > 1 ? " * " + std::to_string(sh) + "LL" : ""));
+    if (p) terms.push_back(std::to_string(sh * p) + "LL * ra[" + sums_at(i, "m", "row") + "]");
+    if (o) terms.push_back(std::to_string(sh * o) + "LL * cb[" + sums_at(j, "n", "col") + "]");
+    if (o && p) terms.push_back(std::to_string(sh * o * p) + "LL * k");
   }
+  for (size_t t = 0; t < terms.size(); ++t)
+    s << (t == 0 ? "  return " : "       + ") << terms[t] << (t + 1 == terms.size() ? ";\n" : "\n");
   s << "}\n\n";
   return s.str();
 }
@@ -95,6 +112,8 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
   if (dequant && spec.bias != Bias::None) name += std::string("_") + bias_name(spec.bias) + "bias";
   const DenseChunks ch = dense_chunks(spec);
   if (ch.pairs() > 1) name += "_p" + std::to_string(ch.pairs());
+  if (ch.lhs_offsets()) name += "_ao";
+  if (ch.rhs_offsets()) name += "_bo";
   if (transposed) name += "_ct";
 
   Snippets snippets;
@@ -102,12 +121,12 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
   if (!f.snippet.empty()) snippets.use(f.snippet);
 
   std::ostringstream s;
-  if (ch.pairs() == 1)
+  if (!ch.needs_epilogue())
     s << "// Magicube dense-route epilogue: the dense GEMM's exact int32 result, stored ";
   else
-    s << "// Magicube dense-route epilogue: the " << ch.pairs() << " dense GEMMs' int32 results of " << spec.lhs.str()
-      << " x " << spec.rhs.str() << " in int8 chunks\n// (" << ch.str() << "),\n// planes `plane` ints apart, "
-      << "summed shifted in 64 bits, each stored ";
+    s << "// Magicube dense-route epilogue: the dense GEMMs' int32 results of " << spec.lhs.str() << " x "
+      << spec.rhs.str() << " in int8 chunks\n// (" << ch.str() << "), planes `plane` ints apart, summed in 64 "
+      << "bits with\n// their offsets' terms, each stored ";
   s << (transposed ? "N x M (C^T)" : "M x N") << " row-major,\n// becomes the " << out_name(spec.out)
     << " output in the same layout";
   if (dequant) {
@@ -123,7 +142,7 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
   s << ".\n// Stored element (p, q) is C's (" << (transposed ? "q, p" : "p, q") << ").\n";
   if (dequant) s << "\n" << snippets.text();
   if (!dequant) s << "\n";
-  if (ch.pairs() > 1) s << sum_function(ch);
+  if (ch.needs_epilogue()) s << sum_function(ch);
   s << "// The output element of C's (row, col) from its exact sum.\n";
   s << "__device__ __forceinline__ " << f.type << " mc_out(long long acc, long long row, long long col, float alpha,\n"
     << "    const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {\n";
@@ -134,41 +153,46 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
   const std::string rc = transposed ? "q + j, p" : "p, q + j";  // C's (row, col) of stored (p, q + j)
   s << "extern \"C\" __global__ void __launch_bounds__(" << kDenseEpilogueThreads << ")\n" << name
     << "(const int *__restrict__ acc_in, " << f.type << " *__restrict__ out,\n"
-    << "    long long rows, long long cols, long long plane, float alpha,\n"
+    << "    long long rows, long long cols, long long plane, long long k, const int *__restrict__ ra,\n"
+    << "    const int *__restrict__ cb, float alpha,\n"
     << "    const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {\n";
   s << "  // four stored columns per thread, rows strided over the grid's y; one 16-byte load of each\n"
     << "  // plane's sums and one store of the outputs where every row holds whole fours and C's address allows\n";
   s << "  const long long q = ((long long)blockIdx.x * " << kDenseEpilogueThreads << " + threadIdx.x) * 4;\n";
   s << "  if (q >= cols) return;\n";
+  if (ch.needs_epilogue())
+    s << "  const long long m = " << (transposed ? "cols" : "rows") << ", n = " << (transposed ? "rows" : "cols")
+      << ";  // C's M x N\n";
   s << "  const bool whole = (cols & 3) == 0 && ((unsigned long long)out & " << f.align - 1 << ") == 0;\n";
   s << "  for (long long p = blockIdx.y; p < rows; p += gridDim.y) {\n";
   s << "    const long long i = p * cols + q;\n";
   s << "    if (whole) {\n";
-  for (int t = 0; t < ch.pairs(); ++t)
-    s << "      const int4 a" << t << " = *(const int4 *)(acc_in + " << plane_at(t, "i") << ");\n";
-  if (ch.pairs() == 1) {
-    s << "      const long long av[4] = {a0.x, a0.y, a0.z, a0.w};\n";
-  } else {
-    s << "      const long long av[4] = {\n";
-    for (const char *c : {"x", "y", "z", "w"}) {
-      std::vector<std::string> args;
-      for (int t = 0; t < ch.pairs(); ++t) args.push_back("a" + std::to_string(t) + "." + c);
-      s << wrapped_call("          mc_sum(", args, std::string(")") + (*c == 'w' ? "};" : ","), 14) << "\n";
-    }
+  for (int t = 0; t < ch.pairs(); ++t) {
+    const std::string a = "a" + std::to_string(t);
+    s << "      const int4 " << a << " = *(const int4 *)(acc_in + " << plane_at(t, "i") << ");\n";
+    s << "      const int v" << t << "[4] = {" << a << ".x, " << a << ".y, " << a << ".z, " << a << ".w};\n";
   }
+  // The exact sum of stored element (p, q + j) from its planes' values `at(t)`.
+  auto sum_of = [&](const std::function<std::string(int)> &at, const std::string &head, const std::string &tail,
+                    int indent) {
+    if (!ch.needs_epilogue()) return head + at(0) + tail;
+    std::vector<std::string> args;
+    for (int t = 0; t < ch.pairs(); ++t) args.push_back(at(t));
+    for (const char *x : {transposed ? "q + j" : "p", transposed ? "p" : "q + j", "m", "n", "k", "ra", "cb"})
+      args.push_back(x);
+    return wrapped_call(head + "mc_sum(", args, ")" + tail, indent);
+  };
   s << "      " << f.type << " o[4];\n";
   s << "#pragma unroll\n";
-  s << "      for (int j = 0; j < 4; ++j) o[j] = mc_out(av[j], " << rc << ", alpha, row_scale, col_scale, bias);\n";
+  s << "      for (int j = 0; j < 4; ++j) {\n";
+  s << sum_of([](int t) { return "v" + std::to_string(t) + "[j]"; }, "        const long long acc = ", ";", 12) << "\n";
+  s << "        o[j] = mc_out(acc, " << rc << ", alpha, row_scale, col_scale, bias);\n";
+  s << "      }\n";
   s << "      " << f.store4 << "\n";
   s << "    } else {\n";
   s << "      for (int j = 0; j < 4 && q + j < cols; ++j) {\n";
-  if (ch.pairs() == 1) {
-    s << "        const long long acc = acc_in[i + j];\n";
-  } else {
-    std::vector<std::string> args;
-    for (int t = 0; t < ch.pairs(); ++t) args.push_back("acc_in[" + plane_at(t, "i + j") + "]");
-    s << wrapped_call("        const long long acc = mc_sum(", args, ");", 12) << "\n";
-  }
+  s << sum_of([](int t) { return "acc_in[" + plane_at(t, "i + j") + "]"; }, "        const long long acc = ", ";", 12)
+    << "\n";
   s << "        out[i + j] = mc_out(acc, " << rc << ", alpha, row_scale, col_scale, bias);\n";
   s << "      }\n";
   s << "    }\n";
@@ -179,6 +203,30 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
 std::vector<std::string> dense_epilogue_options(const OpSpec &spec) {
   if (is_float(spec.out)) return {"--fmad=false"};
   return {};
+}
+
+}  // namespace magicube
+
+namespace magicube {
+
+KernelSource dense_row_sums_source() {
+  std::ostringstream s;
+  s << "// Magicube dense-route row sums: sums[p * rows + r] = the sum of int8 row r (k bytes, k a multiple of 4)\n"
+    << "// of plane p, the planes `plane` bytes apart: the column sums of B's chunks (from Bt's planes)\n"
+    << "// that the epilogue adds for A's chunk offsets (compiler/dense_chunks.h). One warp a row.\n";
+  s << "extern \"C\" __global__ void __launch_bounds__(" << kDenseRowSumsThreads << ")\n"
+    << "magicube_dense_row_sums(const signed char *__restrict__ planes, long long plane, long long rows, long long k,\n"
+    << "    int *__restrict__ sums) {\n";
+  s << "  const long long r = (long long)blockIdx.x * " << kDenseRowSumsThreads / 32 << " + (threadIdx.x >> 5);\n";
+  s << "  if (r >= rows) return;\n";
+  s << "  const int lane = threadIdx.x & 31;\n";
+  s << "  const int *row = (const int *)(planes + blockIdx.y * plane + r * k);  // 4-byte aligned: k % 4 == 0\n";
+  s << "  int sum = 0;\n";
+  s << "  for (long long w = lane; w < k / 4; w += 32) sum = __dp4a(row[w], 0x01010101, sum);  // four signed bytes\n";
+  s << "  for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);\n";
+  s << "  if (lane == 0) sums[blockIdx.y * rows + r] = sum;\n";
+  s << "}\n";
+  return KernelSource{"magicube_dense_row_sums", s.str(), KernelLanguage::Cuda};
 }
 
 }  // namespace magicube

@@ -175,15 +175,6 @@ std::vector<Chunk> split_chunks(const ElemType &t, int w) {
   return out;
 }
 
-std::vector<Chunk> split_int8_chunks(const ElemType &t) {
-  std::vector<Chunk> out;
-  const int top = t.is_signed ? 8 : 7;  // the widest top chunk that fits int8
-  int lo = 0;
-  for (; t.bits - lo > top; lo += 7) out.push_back(Chunk{lo, 7, false, 8});
-  out.push_back(Chunk{lo, t.bits - lo, t.is_signed, 8});
-  return out;
-}
-
 int64_t max_exact_k(const ElemType &lhs, const ElemType &rhs) {
   return max_k_in_i32(product_range(range_of(lhs.bits, lhs.is_signed), range_of(rhs.bits, rhs.is_signed)));
 }

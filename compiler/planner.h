@@ -10,12 +10,6 @@ namespace magicube {
 // Chunks of an element type at native width w: x = sum(chunk << lo_bit).
 std::vector<Chunk> split_chunks(const ElemType &t, int w);
 
-// Chunks of an element type that each fit int8, the only integer type of cuBLASLt's int8
-// GEMM (the dense route): the type itself when it fits (signed up to 8 bits, unsigned up to
-// 7), else unsigned 7-bit chunks from bit 0 up and a top chunk of the rest, signed when the
-// type is: u8 = u7@0 + u1@7, s12 = u7@0 + s5@7, s16 = u7@0 + u7@7 + s2@14.
-std::vector<Chunk> split_int8_chunks(const ElemType &t);
-
 // Largest K for which sum over K of a*b (a in lhs's range, b in rhs's) fits int32; 0 when
 // even K = 1 can overflow.
 int64_t max_exact_k(const ElemType &lhs, const ElemType &rhs);

@@ -400,14 +400,14 @@ HostLhs Spmm::pack_lhs(const VectorSparse &a) const try {
   if (state_->route == Route::Dense) {
     if (std::string why = dense_k_refusal(a.cols); !why.empty())
       throw Error(Error::Kind::Invalid, "lhs A: the dense route cannot run it: " + why);
-    if (std::string why = dense_reduction_refusal(p.spec, a.max_block_length()); !why.empty())
+    if (std::string why = dense_reduction_refusal(p.spec, a.max_block_length(), a.cols); !why.empty())
       throw Error(Error::Kind::Invalid, "lhs A: " + why);
     check(check_range(h.layout, p.spec.lhs, "lhs A"), Error::Kind::Invalid);
     const int planes = lhs_planes(p.spec);
     check(check_host_alloc(planes == 1 ? "lhs A: its dense copy (M x K int8)" : "lhs A: its dense copy (int8 planes of M x K)",
-                           a.rows, checked_mul(a.cols, int64_t(planes)).value_or(INT64_MAX)),
+                           a.rows, checked_mul(a.cols + 4, int64_t(planes)).value_or(INT64_MAX)),
           Error::Kind::Invalid);
-    h.dense = dense_lhs_int8(a, p.spec.lhs);
+    h.dense = dense_lhs_int8(a, p.spec);
     return h;
   }
   h.packed = take(magicube::pack_lhs(h.layout, p), Error::Kind::Invalid);
@@ -441,7 +441,7 @@ DeviceLhs Spmm::upload(const HostLhs &a) const {
   primary_context(state_->options.device);
   if (!dense) return take(magicube::upload(a.packed, a.layout), Error::Kind::Cuda);
   const int planes = lhs_planes(spec());
-  if (int64_t(a.dense.size()) != dense_planes_bytes(planes, a.layout.rows, a.layout.cols, 1))
+  if (int64_t(a.dense.size()) != dense_lhs_bytes(spec(), a.layout.rows, a.layout.cols))
     throw Error(Error::Kind::Invalid, "lhs A: its dense copy has " + std::to_string(a.dense.size()) +
                                           " values, expected " + std::to_string(planes) + " plane(s) of " +
                                           std::to_string(a.layout.rows) + " x " + std::to_string(a.layout.cols));
@@ -497,14 +497,14 @@ void check_dense_operands(const Spmm &op, const DeviceLhs &a, const DeviceRhs &b
     throw Error(Error::Kind::Invalid, "rhs B: has K=" + std::to_string(b.k) + " rows but A is " +
                                           std::to_string(a.rows) + " x " + std::to_string(a.cols));
   const DenseChunks ch = dense_chunks(op.spec());
-  if (a.dense.bytes() < size_t(dense_planes_bytes(int(ch.lhs.size()), a.rows, a.cols, 1)) ||
+  if (a.dense.bytes() < size_t(dense_lhs_bytes(op.spec(), a.rows, a.cols)) ||
       b.dense_t.bytes() < size_t(dense_planes_bytes(int(ch.rhs.size()), b.n, b.k, 1)))
     throw Error(Error::Kind::Invalid, "dense route: the operands' buffers are smaller than their shapes");
   if (a.max_block_length > op.max_reduction_length())
     throw Error(Error::Kind::Invalid, "lhs A: a row-block of " + std::to_string(a.max_block_length) +
                                           " vectors is longer than the output stays exact for (" +
                                           std::to_string(op.max_reduction_length()) + ")");
-  if (std::string why = dense_reduction_refusal(op.spec(), a.max_block_length); !why.empty())
+  if (std::string why = dense_reduction_refusal(op.spec(), a.max_block_length, a.cols); !why.empty())
     throw Error(Error::Kind::Invalid, "lhs A: " + why);
 }
 }  // namespace
@@ -554,8 +554,9 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
                                           ")");
   if (m < 0 || n < 0) throw Error(Error::Kind::Invalid, "run_dense: M=" + std::to_string(m) + " N=" + std::to_string(n));
   if (std::string why = dense_k_refusal(k); !why.empty()) throw Error(Error::Kind::Invalid, "run_dense: " + why);
-  // Other outputs than int32: the GEMM's int32 result goes to scratch after cuBLASLt's
-  // workspace, and the epilogue kernel writes C from it (any alignment of its element size).
+  // Other outputs than int32, or operands in int8 chunks: the GEMMs' int32 results go to
+  // scratch after cuBLASLt's workspace, and the epilogue kernel writes C from them (any
+  // alignment of its element size).
   const bool scratch = dense_needs_scratch(spec);
   const int64_t rows = c_transposed ? n : m, cols = c_transposed ? m : n;  // as stored
   const EpilogueValues epi = take(epilogue_values(spec, epilogue, m, n), Error::Kind::Invalid);
@@ -589,21 +590,9 @@ void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t
     std::lock_guard<std::mutex> lock(st.dense_mu);
     g = dense_gemm_locked(st, rows, cols, k, run);
   }
-  // One GEMM per chunk pair (one in all where the operands fit int8), each into its own plane.
-  const DenseChunks ch = dense_chunks(spec);
-  const int64_t a_stride = dense_plane_stride(m, k, 1), b_stride = dense_plane_stride(n, k, 1);
-  const int64_t c_stride = dense_plane_stride(m, n, 4);
-  for (int p = 0; p < ch.pairs(); ++p) {
-    const CUdeviceptr ap = a_dense + CUdeviceptr(int64_t(size_t(p) / ch.rhs.size()) * a_stride);
-    const CUdeviceptr bp = bt + CUdeviceptr(int64_t(size_t(p) % ch.rhs.size()) * b_stride);
-    const CUdeviceptr cp = target + CUdeviceptr(p * c_stride);
-    check(c_transposed ? g->run(bp, ap, cp, workspace, stream) : g->run(ap, bp, cp, workspace, stream),
-          Error::Kind::Invalid);
-  }
-  if (scratch)
-    check(dense_epilogue_on_device(primary_context(st.options.device), spec, target, c, rows, cols, c_transposed,
-                                   epi, stream),
-          Error::Kind::Invalid);
+  check(dense_route_on_device(primary_context(st.options.device), spec, *g, a_dense, bt, c, m, k, n, c_transposed,
+                              workspace, workspace + DenseGemm::kDefaultWorkspace, epi, stream),
+        Error::Kind::Invalid);
 }
 
 void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,

@@ -116,12 +116,13 @@ class SpmmPipeline : public Pipeline {
   }
   llvm::Error prepare_dense(const Context &ctx) override {
     if (std::string why = dense_route_refusal(spec_); !why.empty()) return err("route: " + why);
-    if (std::string why = dense_reduction_refusal(spec_, a_.max_block_length()); !why.empty()) return err("route: " + why);
+    if (std::string why = dense_reduction_refusal(spec_, a_.max_block_length(), a_.cols); !why.empty())
+      return err("route: " + why);
     if (!dense_) {
       auto g = DenseGemm::create(a_.rows, n_, a_.cols);
       if (!g) return g.takeError();
       if (lhs_->dense.bytes() == 0) {
-        auto da = DeviceBuffer::from(dense_lhs_int8(a_, spec_.lhs));
+        auto da = DeviceBuffer::from(dense_lhs_int8(a_, spec_));
         if (!da) return da.takeError();
         lhs_->dense = std::move(*da);
       }
@@ -150,17 +151,8 @@ class SpmmPipeline : public Pipeline {
   }
   llvm::Error launch_dense(CUstream stream) override {
     if (!dense_) return err("dense route: launch_dense before prepare_dense");
-    // One GEMM per chunk pair of the operands (one where they fit int8), each into its plane.
-    const DenseChunks ch = dense_chunks(spec_);
-    const int64_t m = a_.rows, k = a_.cols;
-    for (int p = 0; p < ch.pairs(); ++p) {
-      const CUdeviceptr ap = lhs_->dense.ptr() + CUdeviceptr(int64_t(size_t(p) / ch.rhs.size()) * dense_plane_stride(m, k, 1));
-      const CUdeviceptr bp = dense_bt_.ptr() + CUdeviceptr(int64_t(size_t(p) % ch.rhs.size()) * dense_plane_stride(n_, k, 1));
-      const CUdeviceptr cp = gemm_out() + CUdeviceptr(p * dense_plane_stride(m, n_, 4));
-      if (auto e = dense_->run(ap, bp, cp, dense_ws_.ptr(), stream)) return e;
-    }
-    if (!dense_needs_scratch(spec_)) return llvm::Error::success();
-    return dense_epilogue_on_device(*ctx_, spec_, dense_acc_.ptr(), out_.ptr(), a_.rows, n_, false, dense_epi_, stream);
+    return dense_route_on_device(*ctx_, spec_, *dense_, lhs_->dense.ptr(), dense_bt_.ptr(), out_.ptr(), a_.rows,
+                                 a_.cols, n_, false, dense_ws_.ptr(), dense_acc_.ptr(), dense_epi_, stream);
   }
   std::string dense_describe() const override { return dense_ ? dense_->describe() : ""; }
 

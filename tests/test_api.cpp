@@ -716,11 +716,12 @@ TEST(Api, DenseRouteRefusesWhatItCannotCompute) {
   magicube::Spmm i32(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), a, 64, forced);
   EXPECT_EQ(i32.workspace_bytes(4096, 4096), magicube::DenseGemm::kDefaultWorkspace);
   // Operands that do not fit int8 run in int8 chunks, one GEMM per chunk pair into its own
-  // scratch plane, an int32 output too: u8 x s12 is 2 x 2 chunks, four planes of M x N int32.
+  // scratch plane, an int32 output too: u8 x s12 is 1 x 2 chunks, two planes of M x N int32,
+  // then B's two chunks' column sums (N int32 each) for A's offset.
   magicube::Spmm wide(magicube::parse_spec("spmm.u8xs12.v8.i32.sm_90"), a, 64, forced);
   EXPECT_EQ(wide.route(), magicube::Route::Dense);
-  EXPECT_EQ(wide.workspace_bytes(), magicube::DenseGemm::kDefaultWorkspace + 4 * 64 * 64 * 4);
-  EXPECT_EQ(wide.workspace_bytes(3, 5), magicube::DenseGemm::kDefaultWorkspace + 3 * 256 + 256);
+  EXPECT_EQ(wide.workspace_bytes(), magicube::DenseGemm::kDefaultWorkspace + 2 * 64 * 64 * 4 + 2 * 64 * 4);
+  EXPECT_EQ(wide.workspace_bytes(3, 5), magicube::DenseGemm::kDefaultWorkspace + 512 + 256);
   // Without a matrix, K is checked when A is packed.
   magicube::Spmm nomatrix(magicube::parse_spec("spmm.s8xs8.v8.i32.sm_90"), forced);
   EXPECT_EQ(nomatrix.route(), magicube::Route::Dense);
@@ -883,9 +884,12 @@ TEST(ApiGpu, DenseRouteFloatAndInt64Outputs) {
       magicube::DeviceLhs da = op.upload(op.pack_lhs(a));
       magicube::DeviceRhs db = op.upload(op.pack_rhs(b, k, n));
       magicube::DeviceBuffer ct = op.allocate_output(n, m);
-      const int pairs = magicube::dense_chunks(s).pairs();
-      ASSERT_EQ(op.workspace_bytes(m, n),
-                magicube::DenseGemm::kDefaultWorkspace + size_t(pairs * ((m * n * 4 + 255) / 256 * 256)));
+      // cuBLASLt's, a plane of M x N int32 a chunk pair, B's chunk column sums for A's offsets.
+      const magicube::DenseChunks ch = magicube::dense_chunks(s);
+      auto round256 = [](int64_t b) { return size_t((b + 255) / 256 * 256); };
+      ASSERT_EQ(op.workspace_bytes(m, n), magicube::DenseGemm::kDefaultWorkspace +
+                                              size_t(ch.pairs()) * round256(m * n * 4) +
+                                              (ch.lhs_offsets() ? round256(int64_t(ch.rhs.size()) * n * 4) : 0));
       auto ws = magicube::DeviceBuffer::allocate(op.workspace_bytes(m, n));
       ASSERT_TRUE(bool(ws)) << llvm::toString(ws.takeError());
       ASSERT_FALSE(bool(ct.memset(0xab)));

@@ -135,18 +135,22 @@ def test_dense_route_takes_float_outputs():
     assert np.array_equal(p.blob[p.header.dense_offset:][:40 * 96].view(np.int8).reshape(40, 96), w)
 
 
-def test_dense_packed_weight_of_u8_holds_its_int8_chunk_planes():
-    # u8 does not fit int8: its dense copy is two planes, bits 0-6 and bit 7, 256-byte aligned.
+def test_dense_packed_weight_of_u8_holds_its_values_minus_128():
+    # u8 does not fit int8: its dense copy is one plane of w - 128 (absent entries too: -128), and
+    # the epilogue adds 128 times B's column sums back; against a u8 B it also holds A's row sums.
     rng = np.random.default_rng(14)
     w = vector_sparse(rng, 40, 96, 8, 0.3, lo=0, hi=255, dtype=np.uint8)
     p = _dense_or_skip(w, "spmm.u8xs8.v8.i32.sm_90", n=64)
     h = p.header
-    assert p.op.route == "dense" and h.route == 1
-    stride = (40 * 96 + 255) // 256 * 256
-    assert h.dense_bytes == stride + 40 * 96
-    planes = p.blob[h.dense_offset:h.dense_offset + h.dense_bytes]
-    assert np.array_equal(planes[:40 * 96].view(np.int8).reshape(40, 96), (w & 0x7F).astype(np.int8))
-    assert np.array_equal(planes[stride:].view(np.int8).reshape(40, 96), (w >> 7).astype(np.int8))
+    assert p.op.route == "dense" and h.route == 1 and h.dense_bytes == 40 * 96
+    plane = p.blob[h.dense_offset:h.dense_offset + h.dense_bytes].view(np.int8).reshape(40, 96)
+    assert np.array_equal(plane, (w.astype(np.int16) - 128).astype(np.int8))
+    q = _dense_or_skip(w, "spmm.u8xu8.v8.i32.sm_90", n=64).header
+    sums_at = (40 * 96 + 255) // 256 * 256
+    assert q.dense_bytes == sums_at + 40 * 4
+    blob = _dense_or_skip(w, "spmm.u8xu8.v8.i32.sm_90", n=64).blob
+    sums = blob[q.dense_offset + sums_at:q.dense_offset + q.dense_bytes].view(np.int32)
+    assert np.array_equal(sums, (w.astype(np.int64) - 128).sum(axis=1))
 
 
 def test_dense_packed_weight_holds_a_dense_copy():

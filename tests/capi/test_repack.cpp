@@ -165,13 +165,13 @@ TEST(Repack, GeometryOfTheKernelPitch) {
 TEST(Repack, DenseRouteBtEqualsTheHostPackerInBothLayouts) {
   // The dense route's B transposed to N x K int8 planes (runtime/dense_route.h's
   // dense_rhs_t_int8), from B as K x N or as N x K, for signed and small unsigned values (one
-  // plane) and for types split into int8 chunks (u8, s12, u16), N odd and 1.
+  // plane) and for types split into int8 chunks, offsets subtracted (u8, s12, u16), N odd and 1.
   std::mt19937_64 rng(41);
   for (const ElemType &t : {ElemType{8, true}, ElemType{7, false}, ElemType{4, true}, ElemType{8, false},
                             ElemType{12, true}, ElemType{16, false}})
     for (int64_t n : {1, 7, 64, 130}) {
       const int64_t k = 72;
-      const std::vector<magicube::Chunk> chunks = magicube::split_int8_chunks(t);
+      const std::vector<magicube::DenseChunk> chunks = magicube::split_dense_chunks(t);
       const std::vector<int64_t> b = random_values(rng, size_t(k * n), t);
       const std::vector<int8_t> want = magicube::dense_rhs_t_int8(b, k, n, t);
       const int64_t stride = magicube::dense_plane_stride(n, k, 1);
@@ -189,7 +189,7 @@ TEST(Repack, DenseRouteBtEqualsTheHostPackerInBothLayouts) {
     }
   for (capi::SrcType src : {capi::SrcType::I8, capi::SrcType::I16}) {
     const std::string code = capi::repack_source(
-        capi::dense_rhs_t_geometry(256, 33, false, magicube::split_int8_chunks(ElemType{12, true})), src,
+        capi::dense_rhs_t_geometry(256, 33, false, magicube::split_dense_chunks(ElemType{12, true})), src,
         "magicube_repack_bt");
     auto cubin = magicube::nvrtc_compile(code, "repack.cu", 80, magicube::Emit::CUBIN);
     EXPECT_TRUE(bool(cubin)) << (cubin ? "" : llvm::toString(cubin.takeError())) << "\n" << code;

@@ -61,7 +61,8 @@ __device__ __forceinline__ unsigned short mc_out(long long acc, long long row, l
 
 extern "C" __global__ void __launch_bounds__(256)
 magicube_dense_epilogue_bf16_rowcol_rowbias_ct(const int *__restrict__ acc_in, unsigned short *__restrict__ out,
-    long long rows, long long cols, long long plane, float alpha,
+    long long rows, long long cols, long long plane, long long k, const int *__restrict__ ra,
+    const int *__restrict__ cb, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
   // four stored columns per thread, rows strided over the grid's y; one 16-byte load of each
   // plane's sums and one store of the outputs where every row holds whole fours and C's address allows
@@ -72,10 +73,13 @@ magicube_dense_epilogue_bf16_rowcol_rowbias_ct(const int *__restrict__ acc_in, u
     const long long i = p * cols + q;
     if (whole) {
       const int4 a0 = *(const int4 *)(acc_in + i);
-      const long long av[4] = {a0.x, a0.y, a0.z, a0.w};
+      const int v0[4] = {a0.x, a0.y, a0.z, a0.w};
       unsigned short o[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) o[j] = mc_out(av[j], q + j, p, alpha, row_scale, col_scale, bias);
+      for (int j = 0; j < 4; ++j) {
+        const long long acc = v0[j];
+        o[j] = mc_out(acc, q + j, p, alpha, row_scale, col_scale, bias);
+      }
       *(uint2 *)(out + i) = make_uint2(o[0] | ((unsigned)o[1] << 16), o[2] | ((unsigned)o[3] << 16));
     } else {
       for (int j = 0; j < 4 && q + j < cols; ++j) {

@@ -10,7 +10,8 @@ __device__ __forceinline__ long long mc_out(long long acc, long long row, long l
 
 extern "C" __global__ void __launch_bounds__(256)
 magicube_dense_epilogue_i64(const int *__restrict__ acc_in, long long *__restrict__ out,
-    long long rows, long long cols, long long plane, float alpha,
+    long long rows, long long cols, long long plane, long long k, const int *__restrict__ ra,
+    const int *__restrict__ cb, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
   // four stored columns per thread, rows strided over the grid's y; one 16-byte load of each
   // plane's sums and one store of the outputs where every row holds whole fours and C's address allows
@@ -21,10 +22,13 @@ magicube_dense_epilogue_i64(const int *__restrict__ acc_in, long long *__restric
     const long long i = p * cols + q;
     if (whole) {
       const int4 a0 = *(const int4 *)(acc_in + i);
-      const long long av[4] = {a0.x, a0.y, a0.z, a0.w};
+      const int v0[4] = {a0.x, a0.y, a0.z, a0.w};
       long long o[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) o[j] = mc_out(av[j], p, q + j, alpha, row_scale, col_scale, bias);
+      for (int j = 0; j < 4; ++j) {
+        const long long acc = v0[j];
+        o[j] = mc_out(acc, p, q + j, alpha, row_scale, col_scale, bias);
+      }
       *(longlong2 *)(out + i) = make_longlong2(o[0], o[1]);
       *(longlong2 *)(out + i + 2) = make_longlong2(o[2], o[3]);
     } else {

@@ -1,6 +1,6 @@
-// Magicube dense-route epilogue: the 2 dense GEMMs' int32 results of u8 x s8 in int8 chunks
-// (u7@0 u1@7 x s8@0: 2 GEMMs (shifts 0 7)),
-// planes `plane` ints apart, summed shifted in 64 bits, each stored N x M (C^T) row-major,
+// Magicube dense-route epilogue: the dense GEMMs' int32 results of u8 x s8 in int8 chunks
+// (u8@0-128 x s8@0: 1 GEMM), planes `plane` ints apart, summed in 64 bits with
+// their offsets' terms, each stored N x M (C^T) row-major,
 // becomes the f16 output in the same layout:
 //   x = acc * alpha in double, then rounded to nearest even
 // (templates/epilogue_math.cuh, compiled without FMA contraction).
@@ -61,10 +61,13 @@ MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float 
   return x;
 }
 
-// C's exact sum from its 2 chunk pairs' int32 results s0.. (pair t counts 2^shift(t) times).
-__device__ __forceinline__ long long mc_sum(int s0, int s1) {
+// C's exact sum from its 1 chunk pair(s)' int32 results s0..: pair t counts 2^shift(t) times,
+// with its offsets' terms (compiler/dense_chunks.h): B's offset times A's row sums ra, A's offset
+// times B's column sums cb, both offsets times K.
+__device__ __forceinline__ long long mc_sum(int s0, long long row, long long col, long long m, long long n,
+    long long k, const int *__restrict__ ra, const int *__restrict__ cb) {
   return (long long)s0
-       + (long long)s1 * 128LL;
+       + 128LL * cb[col];
 }
 
 // The output element of C's (row, col) from its exact sum.
@@ -75,31 +78,31 @@ __device__ __forceinline__ unsigned short mc_out(long long acc, long long row, l
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-magicube_dense_epilogue_f16_tensor_p2_ct(const int *__restrict__ acc_in, unsigned short *__restrict__ out,
-    long long rows, long long cols, long long plane, float alpha,
+magicube_dense_epilogue_f16_tensor_ao_ct(const int *__restrict__ acc_in, unsigned short *__restrict__ out,
+    long long rows, long long cols, long long plane, long long k, const int *__restrict__ ra,
+    const int *__restrict__ cb, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
   // four stored columns per thread, rows strided over the grid's y; one 16-byte load of each
   // plane's sums and one store of the outputs where every row holds whole fours and C's address allows
   const long long q = ((long long)blockIdx.x * 256 + threadIdx.x) * 4;
   if (q >= cols) return;
+  const long long m = cols, n = rows;  // C's M x N
   const bool whole = (cols & 3) == 0 && ((unsigned long long)out & 7) == 0;
   for (long long p = blockIdx.y; p < rows; p += gridDim.y) {
     const long long i = p * cols + q;
     if (whole) {
       const int4 a0 = *(const int4 *)(acc_in + i);
-      const int4 a1 = *(const int4 *)(acc_in + plane + i);
-      const long long av[4] = {
-          mc_sum(a0.x, a1.x),
-          mc_sum(a0.y, a1.y),
-          mc_sum(a0.z, a1.z),
-          mc_sum(a0.w, a1.w)};
+      const int v0[4] = {a0.x, a0.y, a0.z, a0.w};
       unsigned short o[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) o[j] = mc_out(av[j], q + j, p, alpha, row_scale, col_scale, bias);
+      for (int j = 0; j < 4; ++j) {
+        const long long acc = mc_sum(v0[j], q + j, p, m, n, k, ra, cb);
+        o[j] = mc_out(acc, q + j, p, alpha, row_scale, col_scale, bias);
+      }
       *(uint2 *)(out + i) = make_uint2(o[0] | ((unsigned)o[1] << 16), o[2] | ((unsigned)o[3] << 16));
     } else {
       for (int j = 0; j < 4 && q + j < cols; ++j) {
-        const long long acc = mc_sum(acc_in[i + j], acc_in[plane + i + j]);
+        const long long acc = mc_sum(acc_in[i + j], q + j, p, m, n, k, ra, cb);
         out[i + j] = mc_out(acc, q + j, p, alpha, row_scale, col_scale, bias);
       }
     }
