@@ -199,7 +199,7 @@ namespace {
 
 llvm::Expected<CUfunction> repack_function(const Context &ctx, const RepackGeometry &g, SrcType src) {
   const std::string name = hashed_kernel_name("magicube_repack_", repack_source(g, src, "NAME"));
-  return helper_function(ctx, name, repack_source(g, src, name));
+  return helper_function(ctx, name, [&] { return repack_source(g, src, name); });
 }
 
 }  // namespace
@@ -238,7 +238,7 @@ llvm::Error transpose_on_device(const Context &ctx, int elem_bytes, CUdeviceptr 
     return err("transpose: an output of " + std::to_string(rows) + " rows exceeds the transpose grid (at most " +
                std::to_string(65535 * kTransposeTile) + ")");
   const std::string name = "magicube_transpose_" + std::to_string(elem_bytes * 8);
-  auto fn = helper_function(ctx, name, transpose_source(elem_bytes, name));
+  auto fn = helper_function(ctx, name, [&] { return transpose_source(elem_bytes, name); });
   if (!fn) return fn.takeError();
   long long r = rows, c = cols;
   void *args[4] = {&src, &dst, &r, &c};

@@ -22,7 +22,7 @@ inline constexpr int kDenseRowSumsThreads = 256;   // threads per block of the r
 
 // The kernel for `spec` (an SpMM whose output is not int32, or whose operands are split into
 // int8 chunks: DenseChunks::needs_epilogue), e.g. magicube_dense_epilogue_bf16_rowcol_rowbias_ct,
-// magicube_dense_epilogue_i32_p2_ao. Kernel parameters: (const int *acc, <out> *out,
+// magicube_dense_epilogue_i32_u8xs12. Kernel parameters: (const int *acc, <out> *out,
 // long long rows, long long cols, long long plane, long long k, const int *ra, const int *cb,
 // float alpha, const float *row_scale, const float *col_scale, const float *bias): rows x cols
 // as stored, chunk pair p's plane at acc + p * plane, K, A's chunk row sums ra (M a chunk) and
@@ -30,6 +30,9 @@ inline constexpr int kDenseRowSumsThreads = 256;   // threads per block of the r
 // 4 * kDenseEpilogueThreads, y: rows, strided past 65535), block kDenseEpilogueThreads; the
 // planes 16-byte aligned (the workspace's scratch is).
 KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed);
+// Its name alone: one name a source (the types name the chunks where there are several, or
+// offsets: magicube_dense_epilogue_bf16_rowcol_u8xs8_ct).
+std::string dense_epilogue_name(const OpSpec &spec, bool transposed);
 // The row-sum kernel magicube_dense_row_sums(const signed char *planes, long long plane,
 // long long rows, long long k, int *sums): sums[p * rows + r] = the sum of int8 row r (k
 // bytes, k % 4 == 0) of plane p (planes `plane` bytes apart, 4-byte aligned); grid (x: rows

@@ -104,17 +104,21 @@ std::string sum_function(const DenseChunks &ch) {
 }
 }  // namespace
 
-KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
-  const OutForm f = out_form(spec.out);
+std::string dense_epilogue_name(const OpSpec &spec, bool transposed) {
   const bool dequant = is_float(spec.out);
   std::string name = std::string("magicube_dense_epilogue_") + out_name(spec.out);
   if (dequant && spec.scale != Scale::None) name += std::string("_") + scale_name(spec.scale);
   if (dequant && spec.bias != Bias::None) name += std::string("_") + bias_name(spec.bias) + "bias";
-  const DenseChunks ch = dense_chunks(spec);
-  if (ch.pairs() > 1) name += "_p" + std::to_string(ch.pairs());
-  if (ch.lhs_offsets()) name += "_ao";
-  if (ch.rhs_offsets()) name += "_bo";
+  if (dense_chunks(spec).needs_epilogue()) name += "_" + spec.lhs.str() + "x" + spec.rhs.str();
   if (transposed) name += "_ct";
+  return name;
+}
+
+KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
+  const OutForm f = out_form(spec.out);
+  const bool dequant = is_float(spec.out);
+  const std::string name = dense_epilogue_name(spec, transposed);
+  const DenseChunks ch = dense_chunks(spec);
 
   Snippets snippets;
   if (dequant) snippets.use("mc_dequant");

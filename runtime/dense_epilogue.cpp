@@ -20,14 +20,14 @@ constexpr int64_t kMaxGridY = 65535;
 
 int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Looked up by name at each launch: the source is generated only to load the kernel.
 llvm::Expected<CUfunction> epilogue_function(const Context &ctx, const OpSpec &spec, bool transposed) {
-  const KernelSource k = dense_epilogue_source(spec, transposed);
-  return helper_function(ctx, k.name, k.source, dense_epilogue_options(spec));
+  return helper_function(ctx, dense_epilogue_name(spec, transposed),
+                         [&] { return dense_epilogue_source(spec, transposed).source; }, dense_epilogue_options(spec));
 }
 
 llvm::Expected<CUfunction> row_sums_function(const Context &ctx) {
-  const KernelSource k = dense_row_sums_source();
-  return helper_function(ctx, k.name, k.source, {});
+  return helper_function(ctx, "magicube_dense_row_sums", [] { return dense_row_sums_source().source; });
 }
 
 // sums[p * rows + r] = sum of int8 row r (k bytes) of plane p, `planes` planes of rows x k.

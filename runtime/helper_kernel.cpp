@@ -20,13 +20,15 @@ struct Loaded {
 };
 }  // namespace
 
-llvm::Expected<CUfunction> helper_function(const Context &ctx, const std::string &name, const std::string &source,
+llvm::Expected<CUfunction> helper_function(const Context &ctx, const std::string &name,
+                                           llvm::function_ref<std::string()> source_fn,
                                            const std::vector<std::string> &options) {
   static std::mutex mu;
   static auto &loaded = *new std::map<std::pair<CUcontext, std::string>, Loaded>();
   std::lock_guard<std::mutex> lock(mu);
   auto key = std::make_pair(ctx.get(), name);
   if (auto it = loaded.find(key); it != loaded.end()) return it->second.fn;
+  const std::string source = source_fn();
   const int arch = ctx.compute_capability();
   std::string opts;
   for (const std::string &o : options) opts += o + "\n";

@@ -10,16 +10,19 @@
 #include <string>
 #include <vector>
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 namespace magicube {
 
 class Context;
 
-// The loaded kernel `name` of `source` (compiled with `options`) in ctx. One name names one
-// source: a second source under a loaded name is not compiled. Loaded modules stay loaded
-// for the process (no driver calls from static destructors). Thread-safe.
-llvm::Expected<CUfunction> helper_function(const Context &ctx, const std::string &name, const std::string &source,
+// The loaded kernel `name` of `source()` (compiled with `options`) in ctx; `source` is called
+// only to load it the first time, so a launch that finds it loaded generates nothing. One name
+// names one source: a second source under a loaded name is not compiled. Loaded modules stay
+// loaded for the process (no driver calls from static destructors). Thread-safe.
+llvm::Expected<CUfunction> helper_function(const Context &ctx, const std::string &name,
+                                           llvm::function_ref<std::string()> source,
                                            const std::vector<std::string> &options = {});
 
 // `prefix` and 12 hex digits of the hash of `source_without_name`: one name per distinct source.

@@ -497,12 +497,17 @@ TEST(DenseRoute, GemmRefusesAFormsMaskNamingNoForm) {
 // plane (s8 x s8), one with A's or B's offset (u8 x s8, s8 x u8), four with both (s16 x u16),
 // both layouts, sm_80 and sm_90; and the row-sum kernel.
 TEST(DenseRoute, EpilogueKernelsCompileForEveryOutputAndChunkCount) {
-  for (const char *types : {"s8xs8", "u8xs8", "s8xu8", "s16xu16"})
+  std::map<std::string, std::string> sources;
+  for (const char *types : {"s8xs8", "u8xs8", "s8xu8", "s16xu16", "u8xs12", "s12xu8", "u16xs8", "u8xs16"})
     for (const char *out : {"i32", "i64", "f32+t", "f16+rc+rowbias", "bf16+rc+colbias"}) {
       const OpSpec spec = llvm::cantFail(parse_opspec(fmt::format("spmm.{}.v8.{}.sm_90", types, out)));
       if (!dense_needs_scratch(spec)) continue;  // an int32 output of one GEMM is the GEMM's own
       for (bool transposed : {false, true}) {
         const KernelSource k = dense_epilogue_source(spec, transposed);
+        EXPECT_EQ(k.name, dense_epilogue_name(spec, transposed));
+        // One name names one source (the loader keys kernels by name).
+        auto [it, fresh] = sources.emplace(k.name, k.source);
+        EXPECT_TRUE(fresh || it->second == k.source) << k.name << " names two sources";
         for (int arch : {80, 90}) {
           auto cubin = nvrtc_compile(k.source, k.name + ".cu", arch, Emit::CUBIN, dense_epilogue_options(spec));
           EXPECT_TRUE(bool(cubin)) << k.name << " sm_" << arch << ": "

@@ -78,7 +78,7 @@ __device__ __forceinline__ unsigned short mc_out(long long acc, long long row, l
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-magicube_dense_epilogue_f16_tensor_ao_ct(const int *__restrict__ acc_in, unsigned short *__restrict__ out,
+magicube_dense_epilogue_f16_tensor_u8xs8_ct(const int *__restrict__ acc_in, unsigned short *__restrict__ out,
     long long rows, long long cols, long long plane, long long k, const int *__restrict__ ra,
     const int *__restrict__ cb, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {

@@ -24,7 +24,7 @@ __device__ __forceinline__ int mc_out(long long acc, long long row, long long co
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-magicube_dense_epilogue_i32_p2_ao_bo(const int *__restrict__ acc_in, int *__restrict__ out,
+magicube_dense_epilogue_i32_u8xs12(const int *__restrict__ acc_in, int *__restrict__ out,
     long long rows, long long cols, long long plane, long long k, const int *__restrict__ ra,
     const int *__restrict__ cb, float alpha,
     const float *__restrict__ row_scale, const float *__restrict__ col_scale, const float *__restrict__ bias) {
