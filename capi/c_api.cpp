@@ -418,9 +418,9 @@ struct SpmmLayout {
   WorkspacePlan ws;
   // The dense route: cuBLASLt's workspace at lt_off (and after it, for an output other than
   // int32 or operands in int8 chunks, the GEMMs' int32 results that the epilogue kernel reads);
-  // B (g: Bt) repacked into its chunk planes at plane_off (stacked) unless read in place; gemm_transposed: the GEMM (and epilogue) write C^T
-  // (n x M); c_transpose: an int32 C not 256-byte aligned, which the GEMM writes into the
-  // workspace at c_off and a transpose moves.
+  // B (g: Bt) repacked into its chunk planes at plane_off (stacked) unless read in place;
+  // gemm_transposed: the GEMM (and epilogue) write C^T (n x M); c_transpose: an int32 C not
+  // 256-byte aligned, which the GEMM writes into the workspace at c_off and a transpose moves.
   bool dense = false, gemm_transposed = false;
   int64_t lt_off = 0;
 };

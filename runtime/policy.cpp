@@ -254,8 +254,8 @@ constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6
 // 14336x4096, and 4.6 ps for the ring kernel at 4096x11008 N=512; at s=0.5 2.0-3.2 ps (more
 // strides a row-block hide it), where the dense route wins by 2x anyway. Without it the route
 // stayed sparse at s=0.9 and ran 1.04-1.31x the dense route's bf16 time.
-// Where the dense route is two GEMMs (u8 x s8, 2026-11-26 11:53 UTC) the s=0.5 and 0.7 cost
-// decides too: 2.1-3.1 ps on 4096x4096 (N = 2048, 8192) and 11008x4096 (N = 512, 2048), and 6 ps
+// Where the dense route costs more than one s8 GEMM (u8 x s8, 2026-11-26 11:53 UTC, when it was
+// two GEMMs) the s=0.5 and 0.7 cost decides too: 2.1-3.1 ps on 4096x4096 (N = 2048, 8192) and 11008x4096 (N = 512, 2048), and 6 ps
 // had sent three of those problems dense at 1.10-1.15x the sparse kernel's time. So 6 ps for
 // row-blocks of up to kFloatEpilogueShortRb vectors (s=0.9 at K=4096), less in proportion for
 // longer ones, down to 2.5 ps.
@@ -302,8 +302,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double dense_bytes = m * k + k * n + 4 * m * n, pairs = dense_chunks(spec).pairs();
   e.dense_us = pairs * (kDenseLaunchUs + std::hypot(dense_bytes / (kDenseBytesPerUs * scale),
                                                     2 * m * n * k / (kDenseTops * scale * 1e6)));
-  // An output other than int32, or more than one GEMM: the epilogue kernel reads the GEMMs'
-  // int32 results and writes the output, one more launch.
+  // An output other than int32, or chunks (more than one GEMM, or offsets' terms to add): the
+  // epilogue kernel reads the GEMMs' int32 results and writes the output, one more launch.
   if (dense_needs_scratch(spec))
     e.dense_us +=
         kEpilogueLaunchUs + (4 * pairs + double(stored_bytes(spec.out))) * m * n / (kEpilogueBytesPerUs * scale);

@@ -269,8 +269,10 @@ typedef struct magicube_packed_header {
   int64_t plane_offset[4];
   int64_t plane_bytes[4];
   int64_t route;            /* 0: the sparse arrays above; 1: the dense route's copy of A (SpMM only) */
-  int64_t dense_offset;     /* route 1: byte offset of A as M x K int8, row-major (256-byte aligned) */
-  int64_t dense_bytes;      /* route 1: M * K */
+  int64_t dense_offset;     /* route 1: byte offset of A as M x K int8, row-major (256-byte aligned), */
+                            /* a plane per int8 chunk of its type, then their row sums where B's */
+                            /* chunks have offsets (runtime/dense_route.h) */
+  int64_t dense_bytes;      /* route 1: M * K for types that fit int8 or u8 against them */
   int64_t reserved[4];
 } magicube_packed_header;
 
