@@ -499,6 +499,49 @@ TEST(CApi, DenseOptionsAreSizedAndChecked) {
   EXPECT_EQ(allowed.route_why(), "no matrix given");
 }
 
+// A u8 x u8 dense op packs its weight as one int8 plane (values minus 128) and the plane's row
+// sums; a header whose dense copy has another op's size is refused before any GPU work.
+TEST(CApi, DenseChunkedBlobSizeIsCheckedAgainstTheOp) {
+  std::vector<int64_t> w(24 * 40, 0);
+  w[0 * 40 + 3] = 5, w[7 * 40 + 3] = 255, w[2 * 40 + 39] = 128, w[23 * 40 + 20] = 9;
+  const magicube_matrix m{24, 40, MAGICUBE_INT64, w.data(), nullptr, nullptr, 0};
+  const magicube_op_options_ex o{sizeof(magicube_op_options_ex), -1, 0, MAGICUBE_DENSE_FORCED};
+  magicube_op *raw = nullptr;
+  if (magicube_op_create_ex("spmm.u8xu8.v8.i32.sm_90", &m, 16, &o, &raw) != MAGICUBE_SUCCESS) {
+    EXPECT_NE(std::string(magicube_last_error()).find("route: dense route unavailable"), std::string::npos)
+        << magicube_last_error();
+    GTEST_SKIP() << magicube_last_error();
+  }
+  std::unique_ptr<magicube_op, void (*)(magicube_op *)> op(raw, magicube_op_destroy);
+  magicube_packed *pp = nullptr;
+  ASSERT_EQ(magicube_pack(op.get(), &m, &pp), MAGICUBE_SUCCESS) << magicube_last_error();
+  std::unique_ptr<magicube_packed, void (*)(magicube_packed *)> p(pp, magicube_packed_destroy);
+  const magicube_packed_header h = *magicube_packed_get_header(p.get());
+  EXPECT_EQ(h.dense_bytes, 1024 + 24 * 4);  // 960 bytes of plane rounded up to 256, then 24 row sums
+  const auto *blob = static_cast<const uint8_t *>(magicube_packed_data(p.get()));
+  const auto *plane = reinterpret_cast<const int8_t *>(blob + h.dense_offset);
+  int32_t sum0 = 0;
+  std::memcpy(&sum0, blob + h.dense_offset + 1024, 4);
+  EXPECT_EQ(plane[3], 5 - 128);
+  EXPECT_EQ(plane[0], -128);  // an absent entry: zero minus the offset
+  EXPECT_EQ(sum0, 40 * -128 + 5);
+  void *dev = reinterpret_cast<void *>(uintptr_t(0x10000));
+  const magicube_dense b{dev, MAGICUBE_UINT8, MAGICUBE_COL_MAJOR}, c{dev, MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
+  size_t bytes = 0;
+  ASSERT_EQ(magicube_spmm_workspace_bytes(op.get(), &h, &b, 16, &c, &bytes), MAGICUBE_SUCCESS) << magicube_last_error();
+  magicube_packed_header other = h;
+  other.dense_bytes = 24 * 40;  // an s8 x s8 op's copy: plausible for some op, not this one
+  EXPECT_EQ(magicube_spmm_workspace_bytes(op.get(), &other, &b, 16, &c, &bytes), MAGICUBE_ERROR_INVALID);
+  const std::string e = magicube_last_error();
+  EXPECT_EQ(e.rfind("packed: the dense copy has 960 bytes, but this op (spmm.u8xu8.v8.", 0), 0u) << e;
+  EXPECT_NE(e.find(") packs 1120 for A of 24 x 40: pack it with this op"), std::string::npos) << e;
+  other.dense_bytes = 1000;  // no op's
+  EXPECT_EQ(magicube_spmm_workspace_bytes(op.get(), &other, &b, 16, &c, &bytes), MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("the dense copy has 1000 bytes for A of 24 x 40 (allowed: one or"),
+            std::string::npos)
+      << magicube_last_error();
+}
+
 TEST(CApi, DensePackedBlobRoundTrips) {
   // M = 24 (3 row-blocks of V = 8), K = 40.
   const auto w = small_weight();
