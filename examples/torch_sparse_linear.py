@@ -11,7 +11,10 @@ bf16(acc * w_scale[o] * x_scale[t] + bias[o]), N x out, row-major.
    product, the same double arithmetic, one rounding to bf16), also under
    torch.compile(fullgraph=True).
 2. Times it against torch._int_mm (dense int8 -> int32) and a bf16 matmul (F.linear) at
-   4096x4096, 11008x4096 and 4096x11008 (out x in) for N = 1, 2, 4, ..., 2048 tokens.
+   4096x4096, 11008x4096 and 4096x11008 (out x in) for N = 1, 2, 4, ..., 2048 tokens, and
+   the layer made with allow_dense=True and n_hint=N: the dispatch then runs it as a dense int8
+   GEMM (cuBLASLt, the same fused epilogue, the same bits) where that is faster for the weight
+   and N, and `route` says which it chose.
 
     pip install ./python torch      # then
     python examples/torch_sparse_linear.py [--quick] [--csv out.csv]
@@ -88,7 +91,8 @@ def main():
     # ---- 2. timing ----
     ns = [1, 16, 256, 2048] if args.quick else [2 ** i for i in range(12)]
     rows = []
-    header = f"{'out x in':>12} {'N':>5} {'sparse op':>10} {'layer':>9} {'_int_mm':>9} {'bf16 mm':>9}  (ms; layer = quantize x + op)"
+    header = (f"{'out x in':>12} {'N':>5} {'sparse op':>10} {'layer':>9} {'allowed':>9} {'route':>6} {'_int_mm':>9} "
+              f"{'bf16 mm':>9}  (ms; layer = quantize x + op; allowed: allow_dense=True, n_hint=N)")
     print(header)
     for m, k in ((4096, 4096), (11008, 4096), (4096, 11008)):
         w = torch.randn(m, k, device=dev) / k ** 0.5
@@ -107,16 +111,19 @@ def main():
 
             t_op = time_ms(op)
             t_layer = time_ms(lambda: layer(x))
+            allowed = mt.SparseLinear.from_dense(w, bias, sparsity=0.7, v=8, allow_dense=True, n_hint=n)
+            t_allowed = time_ms(lambda: allowed(x))
             try:
                 t_int = time_ms(lambda: torch._int_mm(xq, wq_t))
             except RuntimeError:
                 t_int = float("nan")  # _int_mm refuses small N on some versions
             t_bf16 = time_ms(lambda: torch.nn.functional.linear(xb, w_bf16))
-            rows.append((m, k, n, t_op, t_layer, t_int, t_bf16))
-            print(f"{f'{m}x{k}':>12} {n:>5} {t_op:>10.4f} {t_layer:>9.4f} {t_int:>9.4f} {t_bf16:>9.4f}")
+            rows.append((m, k, n, t_op, t_layer, t_allowed, allowed.route, t_int, t_bf16))
+            print(f"{f'{m}x{k}':>12} {n:>5} {t_op:>10.4f} {t_layer:>9.4f} {t_allowed:>9.4f} {allowed.route:>6} "
+                  f"{t_int:>9.4f} {t_bf16:>9.4f}")
     if args.csv:
         with open(args.csv, "w") as f:
-            f.write("out,in,n,sparse_op_ms,layer_ms,int_mm_ms,bf16_mm_ms\n")
+            f.write("out,in,n,sparse_op_ms,layer_ms,allowed_layer_ms,allowed_route,int_mm_ms,bf16_mm_ms\n")
             for r in rows:
                 f.write(",".join(str(v) for v in r) + "\n")
     return 0
