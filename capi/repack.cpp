@@ -1,6 +1,8 @@
 #include "capi/repack.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "capi/repack.cuh"
@@ -197,8 +199,25 @@ std::string transpose_source(int elem_bytes, const std::string &name) {
 
 namespace {
 
+// The kernel's name: the hash of its source, which depends only on the compile-time part of
+// the geometry (source type, direction, chunks, bsn). Computed once per such part: a run
+// finds its kernel without generating the source again.
+std::string repack_name(const RepackGeometry &g, SrcType src) {
+  std::string key = std::to_string(int(src)) + (g.transposed() ? "t" : "n") + std::to_string(g.bsn);
+  for (const PlaneChunk &c : g.chunks)
+    key += ":" + std::to_string(c.lo) + "," + std::to_string(c.bits) + "," + std::to_string(c.is_signed) + "," +
+           std::to_string(c.storage_bits) + "," + std::to_string(c.offset);
+  static std::mutex mu;
+  static auto &names = *new std::map<std::string, std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = names.find(key);
+  if (it == names.end())
+    it = names.emplace(key, hashed_kernel_name("magicube_repack_", repack_source(g, src, "NAME"))).first;
+  return it->second;
+}
+
 llvm::Expected<CUfunction> repack_function(const Context &ctx, const RepackGeometry &g, SrcType src) {
-  const std::string name = hashed_kernel_name("magicube_repack_", repack_source(g, src, "NAME"));
+  const std::string name = repack_name(g, src);
   return helper_function(ctx, name, [&] { return repack_source(g, src, name); });
 }
 
