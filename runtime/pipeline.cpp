@@ -154,7 +154,11 @@ class SpmmPipeline : public Pipeline {
     return dense_route_on_device(*ctx_, spec_, *dense_, lhs_->dense.ptr(), dense_bt_.ptr(), out_.ptr(), a_.rows,
                                  a_.cols, n_, false, dense_ws_.ptr(), dense_acc_.ptr(), dense_epi_, stream);
   }
-  std::string dense_describe() const override { return dense_ ? dense_->describe() : ""; }
+  std::string dense_describe() const override {
+    if (!dense_) return "";
+    const DenseChunks ch = dense_chunks(spec_);
+    return dense_->describe() + (ch.needs_epilogue() ? "; in int8 chunks " + ch.str() : std::string());
+  }
 
  protected:
   int64_t num_blocks() const override { return a_.num_blocks(); }

@@ -87,7 +87,8 @@ class Pipeline {
   virtual llvm::Error prepare_dense(const Context &ctx);
   // One dense GEMM (and epilogue) on `stream` after prepare_dense; asynchronous.
   virtual llvm::Error launch_dense(CUstream stream = nullptr);
-  // The prepared dense GEMM's algorithm ("" before prepare_dense).
+  // The prepared dense GEMM's algorithm, and the operands' int8 chunks where they are split
+  // ("...; in int8 chunks u8@0-128 x s8@0: 1 GEMM"; "" before prepare_dense).
   virtual std::string dense_describe() const { return ""; }
   // Fills the output with 0xAB bytes, so that every element must be written.
   llvm::Error poison() { return out_.memset(0xAB); }
