@@ -268,10 +268,9 @@ int64_t fingerprint_of(const magicube::Plan &p) {
 // not (runtime/dense_route.h). The op's own spec pins which (check_header_for).
 bool dense_bytes_plausible(const magicube_packed_header &h) {
   if (h.rows > INT64_MAX / 8 / std::max<int64_t>(h.cols + 8, 1)) return false;  // rows and cols are >= 0 here
-  for (int planes : {1, 2}) {
-    const int64_t bytes = magicube::dense_planes_bytes(planes, h.rows, h.cols, 1);
-    if (h.dense_bytes == bytes || h.dense_bytes == (bytes + 255) / 256 * 256 + planes * h.rows * 4) return true;
-  }
+  for (int planes : {1, 2})
+    for (bool row_sums : {false, true})
+      if (h.dense_bytes == magicube::dense_lhs_bytes(planes, row_sums, h.rows, h.cols)) return true;
   return false;
 }
 

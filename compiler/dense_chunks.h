@@ -43,8 +43,10 @@ struct DenseChunks {
 
   // One GEMM per pair, pair p = i * rhs.size() + j (A's chunk i, B's chunk j).
   int pairs() const { return int(lhs.size() * rhs.size()); }
-  const DenseChunk &lhs_of(int p) const { return lhs[size_t(p) / rhs.size()]; }
-  const DenseChunk &rhs_of(int p) const { return rhs[size_t(p) % rhs.size()]; }
+  int lhs_index(int p) const { return p / int(rhs.size()); }
+  int rhs_index(int p) const { return p % int(rhs.size()); }
+  const DenseChunk &lhs_of(int p) const { return lhs[size_t(lhs_index(p))]; }
+  const DenseChunk &rhs_of(int p) const { return rhs[size_t(rhs_index(p))]; }
   int shift(int p) const { return lhs_of(p).chunk.lo_bit + rhs_of(p).chunk.lo_bit; }
   // Whether A's (B's) chunks have offsets: the epilogue then needs B's column sums (A's row
   // sums), and A's offsets make every one of the K entries of A's row count in a GEMM's sum.

@@ -19,6 +19,7 @@ namespace magicube {
 
 inline constexpr int kDenseEpilogueThreads = 256;  // threads per block, four stored columns each
 inline constexpr int kDenseRowSumsThreads = 256;   // threads per block of the row sums, a warp a row
+inline constexpr const char *kDenseRowSumsKernel = "magicube_dense_row_sums";
 
 // The kernel for `spec` (an SpMM whose output is not int32, or whose operands are split into
 // int8 chunks: DenseChunks::needs_epilogue), e.g. magicube_dense_epilogue_bf16_rowcol_rowbias_ct,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/dense_chunks.h"
+#include "compiler/emitter.h"
 #include "compiler/snippets.h"
 
 namespace magicube {
@@ -47,22 +48,14 @@ std::string scale_text(const OpSpec &s) {
   return "acc";
 }
 
-// `head` + the arguments joined by ", " + `tail`, wrapped before 120 columns, continuation
-// lines indented by `indent` spaces.
-std::string wrapped_call(const std::string &head, const std::vector<std::string> &args, const std::string &tail,
-                         int indent) {
-  std::string out = head, line = head;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string piece = args[i] + (i + 1 < args.size() ? ", " : tail);
-    if (line.size() + piece.size() > 118) {
-      while (!out.empty() && out.back() == ' ') out.pop_back(), line.pop_back();
-      out += "\n" + std::string(size_t(indent), ' ');
-      line = std::string(size_t(indent), ' ');
-    }
-    out += piece;
-    line += piece;
-  }
-  return out;
+// `head` + the arguments joined by ", " + `tail` as one line at indentation `level` (two
+// columns each), wrapped by the generators' Emitter (at the call's commas, 4 columns in).
+std::string call_line(int level, const std::string &head, const std::vector<std::string> &args, const std::string &tail) {
+  std::string code = head;
+  for (size_t i = 0; i < args.size(); ++i) code += (i ? ", " : "") + args[i];
+  cg::Emitter e(level);
+  e.line(code + tail);
+  return e.str();
 }
 
 // The address of plane t's element e: acc_in[<plane_at(t, e)>].
@@ -71,7 +64,7 @@ std::string plane_at(int t, const std::string &e) {
 }
 
 // An offset's sums of chunk c: sums[<sums_at(c, count, e)>].
-std::string sums_at(size_t c, const char *count, const std::string &e) {
+std::string sums_at(int c, const char *count, const std::string &e) {
   return c == 0 ? e : c == 1 ? std::string(count) + " + " + e : std::to_string(c) + " * " + count + " + " + e;
 }
 
@@ -87,11 +80,11 @@ std::string sum_function(const DenseChunks &ch) {
   for (const char *p : {"long long row", "long long col", "long long m", "long long n", "long long k",
                         "const int *__restrict__ ra", "const int *__restrict__ cb"})
     params.push_back(p);
-  s << wrapped_call("__device__ __forceinline__ long long mc_sum(", params, ") {", 4) << "\n";
+  s << call_line(0, "__device__ __forceinline__ long long mc_sum(", params, ") {");
   std::vector<std::string> terms;
   for (int t = 0; t < ch.pairs(); ++t) {
     const int64_t sh = int64_t{1} << ch.shift(t), o = ch.lhs_of(t).offset, p = ch.rhs_of(t).offset;
-    const size_t i = size_t(t) / ch.rhs.size(), j = size_t(t) % ch.rhs.size();
+    const int i = ch.lhs_index(t), j = ch.rhs_index(t);
     terms.push_back("(long long)s" + std::to_string(t) + (sh > 1 ? " * " + std::to_string(sh) + "LL" : ""));
     if (p) terms.push_back(std::to_string(sh * p) + "LL * ra[" + sums_at(i, "m", "row") + "]");
     if (o) terms.push_back(std::to_string(sh * o) + "LL * cb[" + sums_at(j, "n", "col") + "]");
@@ -177,26 +170,24 @@ KernelSource dense_epilogue_source(const OpSpec &spec, bool transposed) {
     s << "      const int v" << t << "[4] = {" << a << ".x, " << a << ".y, " << a << ".z, " << a << ".w};\n";
   }
   // The exact sum of stored element (p, q + j) from its planes' values `at(t)`.
-  auto sum_of = [&](const std::function<std::string(int)> &at, const std::string &head, const std::string &tail,
-                    int indent) {
-    if (!ch.needs_epilogue()) return head + at(0) + tail;
+  auto acc_line = [&](const std::function<std::string(int)> &at) {
+    if (!ch.needs_epilogue()) return "        const long long acc = " + at(0) + ";\n";
     std::vector<std::string> args;
     for (int t = 0; t < ch.pairs(); ++t) args.push_back(at(t));
     for (const char *x : {transposed ? "q + j" : "p", transposed ? "p" : "q + j", "m", "n", "k", "ra", "cb"})
       args.push_back(x);
-    return wrapped_call(head + "mc_sum(", args, ")" + tail, indent);
+    return call_line(4, "const long long acc = mc_sum(", args, ");");
   };
   s << "      " << f.type << " o[4];\n";
   s << "#pragma unroll\n";
   s << "      for (int j = 0; j < 4; ++j) {\n";
-  s << sum_of([](int t) { return "v" + std::to_string(t) + "[j]"; }, "        const long long acc = ", ";", 12) << "\n";
+  s << acc_line([](int t) { return "v" + std::to_string(t) + "[j]"; });
   s << "        o[j] = mc_out(acc, " << rc << ", alpha, row_scale, col_scale, bias);\n";
   s << "      }\n";
   s << "      " << f.store4 << "\n";
   s << "    } else {\n";
   s << "      for (int j = 0; j < 4 && q + j < cols; ++j) {\n";
-  s << sum_of([](int t) { return "acc_in[" + plane_at(t, "i + j") + "]"; }, "        const long long acc = ", ";", 12)
-    << "\n";
+  s << acc_line([](int t) { return "acc_in[" + plane_at(t, "i + j") + "]"; });
   s << "        out[i + j] = mc_out(acc, " << rc << ", alpha, row_scale, col_scale, bias);\n";
   s << "      }\n";
   s << "    }\n";
@@ -209,17 +200,13 @@ std::vector<std::string> dense_epilogue_options(const OpSpec &spec) {
   return {};
 }
 
-}  // namespace magicube
-
-namespace magicube {
-
 KernelSource dense_row_sums_source() {
   std::ostringstream s;
   s << "// Magicube dense-route row sums: sums[p * rows + r] = the sum of int8 row r (k bytes, k a multiple of 4)\n"
     << "// of plane p, the planes `plane` bytes apart: the column sums of B's chunks (from Bt's planes)\n"
     << "// that the epilogue adds for A's chunk offsets (compiler/dense_chunks.h). One warp a row.\n";
   s << "extern \"C\" __global__ void __launch_bounds__(" << kDenseRowSumsThreads << ")\n"
-    << "magicube_dense_row_sums(const signed char *__restrict__ planes, long long plane, long long rows, long long k,\n"
+    << kDenseRowSumsKernel << "(const signed char *__restrict__ planes, long long plane, long long rows, long long k,\n"
     << "    int *__restrict__ sums) {\n";
   s << "  const long long r = (long long)blockIdx.x * " << kDenseRowSumsThreads / 32 << " + (threadIdx.x >> 5);\n";
   s << "  if (r >= rows) return;\n";
@@ -230,7 +217,7 @@ KernelSource dense_row_sums_source() {
   s << "  for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);\n";
   s << "  if (lane == 0) sums[blockIdx.y * rows + r] = sum;\n";
   s << "}\n";
-  return KernelSource{"magicube_dense_row_sums", s.str(), KernelLanguage::Cuda};
+  return KernelSource{kDenseRowSumsKernel, s.str(), KernelLanguage::Cuda};
 }
 
 }  // namespace magicube

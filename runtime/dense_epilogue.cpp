@@ -18,16 +18,19 @@ llvm::Error err(const std::string &msg) { return llvm::createStringError(llvm::i
 
 constexpr int64_t kMaxGridY = 65535;
 
-int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 // Looked up by name at each launch: the source is generated only to load the kernel.
 llvm::Expected<CUfunction> epilogue_function(const Context &ctx, const OpSpec &spec, bool transposed) {
   return helper_function(ctx, dense_epilogue_name(spec, transposed),
                          [&] { return dense_epilogue_source(spec, transposed).source; }, dense_epilogue_options(spec));
 }
 
+// Where B's column sums start in the scratch: after the pair planes of an M x N result.
+int64_t col_sums_offset(const DenseChunks &ch, int64_t m, int64_t n) {
+  return dense_align(dense_planes_bytes(ch.pairs(), m, n, 4));
+}
+
 llvm::Expected<CUfunction> row_sums_function(const Context &ctx) {
-  return helper_function(ctx, "magicube_dense_row_sums", [] { return dense_row_sums_source().source; });
+  return helper_function(ctx, kDenseRowSumsKernel, [] { return dense_row_sums_source().source; });
 }
 
 // sums[p * rows + r] = sum of int8 row r (k bytes) of plane p, `planes` planes of rows x k.
@@ -65,8 +68,7 @@ bool dense_needs_scratch(const OpSpec &spec) { return spec.out != OutType::Int32
 size_t dense_scratch_bytes(const OpSpec &spec, int64_t m, int64_t n) {
   if (!dense_needs_scratch(spec)) return 0;
   const DenseChunks ch = dense_chunks(spec);
-  const int64_t planes = round256(dense_planes_bytes(ch.pairs(), m, n, 4));
-  return size_t(planes + (ch.lhs_offsets() ? round256(int64_t(ch.rhs.size()) * n * 4) : 0));
+  return size_t(col_sums_offset(ch, m, n) + (ch.lhs_offsets() ? dense_align(int64_t(ch.rhs.size()) * n * 4) : 0));
 }
 
 llvm::Error dense_route_on_device(const Context &ctx, const OpSpec &spec, const DenseGemm &g, CUdeviceptr a_dense,
@@ -78,15 +80,15 @@ llvm::Error dense_route_on_device(const Context &ctx, const OpSpec &spec, const 
   const bool staged = dense_needs_scratch(spec);
   const CUdeviceptr target = staged ? scratch : c;
   // B's chunk column sums (the rows of Bt's planes) after the pair planes, for A's offsets.
-  const CUdeviceptr cb = ch.lhs_offsets() ? scratch + CUdeviceptr(round256(dense_planes_bytes(ch.pairs(), m, n, 4))) : 0;
+  const CUdeviceptr cb = ch.lhs_offsets() ? scratch + CUdeviceptr(col_sums_offset(ch, m, n)) : 0;
   if (cb)
     if (auto e = row_sums(ctx, bt, int(ch.rhs.size()), n, k, cb, stream)) return e;
   // One GEMM per chunk pair, each into its own plane.
   const int64_t a_stride = dense_plane_stride(m, k, 1), b_stride = dense_plane_stride(n, k, 1);
   const int64_t c_stride = dense_plane_stride(m, n, 4);
   for (int p = 0; p < ch.pairs(); ++p) {
-    const CUdeviceptr ap = a_dense + CUdeviceptr(int64_t(size_t(p) / ch.rhs.size()) * a_stride);
-    const CUdeviceptr bp = bt + CUdeviceptr(int64_t(size_t(p) % ch.rhs.size()) * b_stride);
+    const CUdeviceptr ap = a_dense + CUdeviceptr(ch.lhs_index(p) * a_stride);
+    const CUdeviceptr bp = bt + CUdeviceptr(ch.rhs_index(p) * b_stride);
     const CUdeviceptr cp = target + CUdeviceptr(p * c_stride);
     if (auto e = c_transposed ? g.run(bp, ap, cp, lt_workspace, stream) : g.run(ap, bp, cp, lt_workspace, stream))
       return e;

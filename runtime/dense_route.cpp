@@ -34,9 +34,9 @@ std::string dense_reduction_refusal(const OpSpec &spec, int64_t max_block_length
                      ch.pairs() > 1 ? ", in chunks " + ch.str() : std::string());
 }
 
-int64_t dense_plane_stride(int64_t rows, int64_t cols, int elem_bytes) {
-  return (rows * cols * elem_bytes + 255) / 256 * 256;
-}
+int64_t dense_align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+int64_t dense_plane_stride(int64_t rows, int64_t cols, int elem_bytes) { return dense_align(rows * cols * elem_bytes); }
 
 int64_t dense_planes_bytes(int planes, int64_t rows, int64_t cols, int elem_bytes) {
   if (planes <= 0) return 0;
@@ -44,13 +44,17 @@ int64_t dense_planes_bytes(int planes, int64_t rows, int64_t cols, int elem_byte
 }
 
 int64_t dense_row_sums_offset(const OpSpec &spec, int64_t m, int64_t k) {
-  return (dense_planes_bytes(int(dense_chunks(spec).lhs.size()), m, k, 1) + 255) / 256 * 256;
+  return dense_align(dense_planes_bytes(int(dense_chunks(spec).lhs.size()), m, k, 1));
+}
+
+int64_t dense_lhs_bytes(int lhs_planes, bool row_sums, int64_t m, int64_t k) {
+  const int64_t planes = dense_planes_bytes(lhs_planes, m, k, 1);
+  return row_sums ? dense_align(planes) + lhs_planes * m * 4 : planes;
 }
 
 int64_t dense_lhs_bytes(const OpSpec &spec, int64_t m, int64_t k) {
   const DenseChunks ch = dense_chunks(spec);
-  if (!ch.rhs_offsets()) return dense_planes_bytes(int(ch.lhs.size()), m, k, 1);
-  return dense_row_sums_offset(spec, m, k) + int64_t(ch.lhs.size()) * m * 4;
+  return dense_lhs_bytes(int(ch.lhs.size()), ch.rhs_offsets(), m, k);
 }
 
 std::vector<int8_t> dense_lhs_int8(const VectorSparse &a, const OpSpec &spec) {

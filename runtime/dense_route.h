@@ -41,16 +41,19 @@ std::string dense_route_refusal(const OpSpec &spec);
 // covers), else the error text.
 std::string dense_reduction_refusal(const OpSpec &spec, int64_t max_block_length, int64_t k);
 
+// `bytes` rounded up to 256, the alignment cuBLASLt's algorithms assume of every operand.
+int64_t dense_align(int64_t bytes);
 // An operand's chunk planes, stacked in one buffer: plane j (rows x cols elements of
-// elem_bytes, row-major) at j * dense_plane_stride, 256-byte aligned as cuBLASLt's algorithms
-// assume; dense_planes_bytes: the planes (the last unpadded). The caller checks the products
-// for overflow.
+// elem_bytes, row-major) at j * dense_plane_stride (dense_align'ed); dense_planes_bytes: the
+// planes (the last unpadded). The caller checks the products for overflow.
 int64_t dense_plane_stride(int64_t rows, int64_t cols, int elem_bytes);
 int64_t dense_planes_bytes(int planes, int64_t rows, int64_t cols, int elem_bytes);
 // A's dense copy (M x K): its chunk planes and, where B's chunks have offsets, each plane's row
-// sums (M int32 a plane, little-endian) from dense_row_sums_offset (256-byte aligned on);
-// dense_lhs_bytes: the whole buffer.
+// sums (M int32 a plane, little-endian) from dense_row_sums_offset (dense_align'ed) on;
+// dense_lhs_bytes: the whole buffer, for `lhs_planes` planes with or without the row sums, or
+// for the spec's chunks.
 int64_t dense_row_sums_offset(const OpSpec &spec, int64_t m, int64_t k);
+int64_t dense_lhs_bytes(int lhs_planes, bool row_sums, int64_t m, int64_t k);
 int64_t dense_lhs_bytes(const OpSpec &spec, int64_t m, int64_t k);
 
 // The dense route's operands, packed on the host as int8 chunk planes (stacked as above): A

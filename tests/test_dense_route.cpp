@@ -137,9 +137,10 @@ TEST(DenseRoute, PacksADenseAndBTransposed) {
     ASSERT_EQ(bt.size(), size_t(dense_planes_bytes(int(ch.rhs.size()), n, k, 1))) << rt;
     const int64_t sa = dense_plane_stride(m, k, 1), sb = dense_plane_stride(n, k, 1);
     EXPECT_EQ(sa % 256, 0);
-    if (ch.rhs.size() == 1 && !ch.rhs_offsets())
+    if (ch.rhs.size() == 1 && !ch.rhs_offsets()) {
       for (int64_t r = 0; r < k; ++r)
         for (int64_t c = 0; c < n; ++c) ASSERT_EQ(bt[size_t(c * k + r)], b[size_t(r * n + c)]);
+    }
     // A's row sums after its planes, where B has offsets.
     auto ra = [&](size_t i, int64_t row) {
       int32_t v = 0;
@@ -160,7 +161,9 @@ TEST(DenseRoute, PacksADenseAndBTransposed) {
             const int64_t av = da[size_t(int64_t(li) * sa + i * k + x)], bv = bt[size_t(int64_t(rj) * sb + j * k + x)];
             g += av * bv, rsum += av, csum += bv;
           }
-          if (q) ASSERT_EQ(ra(li, i), rsum);
+          if (q) {
+            ASSERT_EQ(ra(li, i), rsum);
+          }
           sum += (g + q * rsum + o * csum + o * q * k) * (int64_t{1} << ch.shift(p));
         }
         ASSERT_EQ(sum, want[size_t(i * n + j)]) << lt << " x " << rt << " C[" << i << ", " << j << "]";

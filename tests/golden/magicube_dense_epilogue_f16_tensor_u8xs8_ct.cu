@@ -64,8 +64,8 @@ MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float 
 // C's exact sum from its 1 chunk pair(s)' int32 results s0..: pair t counts 2^shift(t) times,
 // with its offsets' terms (compiler/dense_chunks.h): B's offset times A's row sums ra, A's offset
 // times B's column sums cb, both offsets times K.
-__device__ __forceinline__ long long mc_sum(int s0, long long row, long long col, long long m, long long n,
-    long long k, const int *__restrict__ ra, const int *__restrict__ cb) {
+__device__ __forceinline__ long long mc_sum(int s0, long long row, long long col, long long m, long long n, long long k,
+    const int *__restrict__ ra, const int *__restrict__ cb) {
   return (long long)s0
        + 128LL * cb[col];
 }
