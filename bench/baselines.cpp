@@ -330,37 +330,80 @@ llvm::Expected<DenseBuffers> dense_buffers(const DenseProblem &p, const Baseline
   return d;
 }
 
-// Every storage x top algorithms of cuBLASLt, into `best`.
-llvm::Error lt_try_all(const DenseProblem &p, const DenseBuffers &d, cudaStream_t stream, const BaselineOptions &opts,
-                       Best &best) {
-  LtHandle lt;
-  MAGICUBE_BLAS_TRY(cublasLtCreate(&lt));
+// One storage's cuBLASLt call: its descriptors and which buffers it passes as BLAS A and B.
+struct LtForm {
+  ColMajorCall c{};
+  LtDesc desc;
+  LtLayout la, lb, lc;
+  const void *pa = nullptr, *pb = nullptr;
+};
+
+llvm::Expected<std::unique_ptr<LtForm>> lt_form(const DenseProblem &p, const DenseBuffers &d, const Storage &s) {
+  auto f = std::make_unique<LtForm>();
+  ColMajorCall &c = f->c;
+  c = col_major_call(s, p.M, p.N, p.K);
+  if (s.order_row_api) {
+    cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
+    MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&f->la, p.ab, p.M, p.K, p.K));
+    MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&f->lb, p.ab, p.K, p.N, p.N));
+    MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&f->lc, p.c, p.M, p.N, p.N));
+    for (cublasLtMatrixLayout_t l : {f->la.h, f->lb.h, f->lc.h})
+      MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row)));
+    f->pa = d.a.get(), f->pb = d.b.get();
+    c.ta = c.tb = CUBLAS_OP_N;
+  } else {
+    MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&f->la, p.ab, c.a_rows, c.a_cols, c.lda));
+    MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&f->lb, p.ab, c.b_rows, c.b_cols, c.ldb));
+    MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&f->lc, p.c, c.m, c.n, c.ldc));
+    f->pa = c.a_is_A ? d.a.get() : d.b.get();
+    f->pb = c.a_is_A ? d.b.get() : d.a.get();
+  }
+  MAGICUBE_BLAS_TRY(cublasLtMatmulDescCreate(&f->desc, p.compute, p.scale));
+  MAGICUBE_BLAS_TRY(cublasLtMatmulDescSetAttribute(f->desc, CUBLASLT_MATMUL_DESC_TRANSA, &c.ta, sizeof(c.ta)));
+  MAGICUBE_BLAS_TRY(cublasLtMatmulDescSetAttribute(f->desc, CUBLASLT_MATMUL_DESC_TRANSB, &c.tb, sizeof(c.tb)));
+  return f;
+}
+
+// A cuBLASLt configuration that ran, kept whole so that it can run again: the handle, its
+// storage's descriptors, the algorithm and the operands (shared with the other forms).
+class LtReplay final : public DenseReplay {
+ public:
+  LtReplay(const DenseProblem &p, std::shared_ptr<LtHandle> lt, std::shared_ptr<LtForm> form,
+           const cublasLtMatmulAlgo_t &algo, std::shared_ptr<DenseBuffers> d)
+      : p_(p), lt_(std::move(lt)), form_(std::move(form)), algo_(algo), d_(std::move(d)) {}
+  cublasStatus_t call(cudaStream_t stream) {
+    return cublasLtMatmul(*lt_, form_->desc, p_.alpha, form_->pa, form_->la, form_->pb, form_->lb, p_.beta,
+                          d_->c.get(), form_->lc, d_->c.get(), form_->lc, &algo_, d_->ws.get(), d_->ws.bytes(),
+                          stream);
+  }
+  llvm::Error enqueue(cudaStream_t stream) override {
+    cublasStatus_t st = call(stream);
+    if (st != CUBLAS_STATUS_SUCCESS) return make_error(blas_status("cublasLtMatmul", st) + take_lib_message());
+    return llvm::Error::success();
+  }
+
+ private:
+  DenseProblem p_;
+  std::shared_ptr<LtHandle> lt_;
+  std::shared_ptr<LtForm> form_;
+  cublasLtMatmulAlgo_t algo_;
+  std::shared_ptr<DenseBuffers> d_;
+};
+
+// Every storage x top algorithms of cuBLASLt, into `best`; with opts.keep_winner, the fastest
+// of them (its replay) into `winner`.
+llvm::Error lt_try_all(const DenseProblem &p, const std::shared_ptr<DenseBuffers> &d, cudaStream_t stream,
+                       const BaselineOptions &opts, Best &best, std::shared_ptr<DenseReplay> &winner) {
+  auto lt = std::make_shared<LtHandle>();
+  MAGICUBE_BLAS_TRY(cublasLtCreate(&*lt));
+  double winner_ms = std::numeric_limits<double>::infinity();
   for (const Storage &s : all_storages(true)) {
-    ColMajorCall c = col_major_call(s, p.M, p.N, p.K);
-    LtDesc desc;
-    LtLayout la, lb, lc;
-    const void *pa, *pb;
-    if (s.order_row_api) {
-      cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
-      MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&la, p.ab, p.M, p.K, p.K));
-      MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&lb, p.ab, p.K, p.N, p.N));
-      MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&lc, p.c, p.M, p.N, p.N));
-      for (cublasLtMatrixLayout_t l : {la.h, lb.h, lc.h})
-        MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof(row)));
-      pa = d.a.get(), pb = d.b.get();
-      c.ta = c.tb = CUBLAS_OP_N;
-    } else {
-      MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&la, p.ab, c.a_rows, c.a_cols, c.lda));
-      MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&lb, p.ab, c.b_rows, c.b_cols, c.ldb));
-      MAGICUBE_BLAS_TRY(cublasLtMatrixLayoutCreate(&lc, p.c, c.m, c.n, c.ldc));
-      pa = c.a_is_A ? d.a.get() : d.b.get();
-      pb = c.a_is_A ? d.b.get() : d.a.get();
-    }
-    MAGICUBE_BLAS_TRY(cublasLtMatmulDescCreate(&desc, p.compute, p.scale));
-    MAGICUBE_BLAS_TRY(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &c.ta, sizeof(c.ta)));
-    MAGICUBE_BLAS_TRY(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &c.tb, sizeof(c.tb)));
+    auto made = lt_form(p, *d, s);
+    if (!made) return made.takeError();
+    std::shared_ptr<LtForm> form = std::move(*made);
+    const ColMajorCall &c = form->c;
     LtPref pref;
-    uint64_t ws_bytes = d.ws.bytes();
+    uint64_t ws_bytes = d->ws.bytes();
     MAGICUBE_BLAS_TRY(cublasLtMatmulPreferenceCreate(&pref));
     MAGICUBE_BLAS_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
                                                            sizeof(ws_bytes)));
@@ -369,8 +412,8 @@ llvm::Error lt_try_all(const DenseProblem &p, const DenseBuffers &d, cudaStream_
     std::vector<cublasLtMatmulHeuristicResult_t> heur(size_t(std::max(1, opts.max_algos)));
     int returned = 0;
     take_lib_message();
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, int(heur.size()), heur.data(),
-                                                       &returned);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(*lt, form->desc, form->la, form->lb, form->lc, form->lc, pref,
+                                                       int(heur.size()), heur.data(), &returned);
     if (st != CUBLAS_STATUS_SUCCESS) {
       if (!is_refusal(st)) return make_error(blas_status("cublasLtMatmulAlgoGetHeuristic", st) + take_lib_message());
       best.refused(name, blas_status("cublasLtMatmulAlgoGetHeuristic", st) + take_lib_message());
@@ -392,24 +435,19 @@ llvm::Error lt_try_all(const DenseProblem &p, const DenseBuffers &d, cudaStream_
         best.refused(cfg, blas_status("cublasLtMatmulAlgoGetHeuristic result", h.state));
         continue;
       }
-      auto run = [&]() -> cublasStatus_t {
-        return cublasLtMatmul(lt, desc, p.alpha, pa, la, pb, lb, p.beta, d.c.get(), lc, d.c.get(), lc, &h.algo,
-                              d.ws.get(), d.ws.bytes(), stream);
-      };
+      LtReplay run(p, lt, form, h.algo, d);
       take_lib_message();
-      st = run();
+      st = run.call(stream);
       if (st != CUBLAS_STATUS_SUCCESS) {
         if (!is_refusal(st)) return make_error(blas_status("cublasLtMatmul", st) + take_lib_message());
         best.refused(cfg, blas_status("cublasLtMatmul", st) + take_lib_message());
         continue;
       }
-      auto ms = median_ms(stream, [&]() -> llvm::Error {
-        cublasStatus_t rs = run();
-        if (rs != CUBLAS_STATUS_SUCCESS) return make_error(blas_status("cublasLtMatmul", rs) + take_lib_message());
-        return llvm::Error::success();
-      }, opts.timing);
+      auto ms = median_ms(stream, [&]() -> llvm::Error { return run.enqueue(stream); }, opts.timing);
       if (!ms) return ms.takeError();
       best.timed(cfg, *ms);
+      if (opts.keep_winner && *ms < winner_ms)
+        winner_ms = *ms, winner = std::make_shared<LtReplay>(p, lt, form, h.algo, d);
     }
   }
   return llvm::Error::success();
@@ -463,12 +501,17 @@ llvm::Expected<Measurement> dense(const DenseProblem &p, bool with_gemmex, const
   install_loggers();
   Stream stream;
   if (auto e = stream.create()) return e;
-  auto d = dense_buffers(p, opts);
-  if (!d) return d.takeError();
+  auto made = dense_buffers(p, opts);
+  if (!made) return made.takeError();
+  auto d = std::make_shared<DenseBuffers>(std::move(*made));
   Best best(p.what);
-  if (auto e = lt_try_all(p, *d, stream.get(), opts, best)) return e;
+  std::shared_ptr<DenseReplay> lt_winner;
+  if (auto e = lt_try_all(p, d, stream.get(), opts, best, lt_winner)) return e;
   if (with_gemmex)
     if (auto e = gemmex_try_all(p, *d, stream.get(), opts, best)) return e;
+  // The kept configuration is the winner's only when a cuBLASLt configuration won.
+  if (lt_winner && cudaStreamSynchronize(stream.get()) == cudaSuccess && best.m.config.rfind("cuBLASLt ", 0) == 0)
+    best.m.replay = std::move(lt_winner);
   return best.finish();
 }
 

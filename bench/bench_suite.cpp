@@ -323,8 +323,22 @@ class Suite {
   // The sparse kernel through the dispatch and the pipeline, checked on its first run; the
   // pipeline, for the dense route on the same operands (its checked references kept), or
   // null where the kernel's row is an error.
-  std::unique_ptr<Pipeline> llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
-                                       const std::shared_ptr<SpmmLhsCache> &lhs);
+  struct SparseRun {
+    std::unique_ptr<Pipeline> pipe;
+    std::shared_ptr<const Kernel> kernel;
+  };
+  SparseRun llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                       const std::shared_ptr<SpmmLhsCache> &lhs);
+  // The kCublasLtS8 contender's winning configuration per (M, K, N) of the shape being run,
+  // kept by llm_dense for llm_paired.
+  struct DenseWinner {
+    std::shared_ptr<DenseReplay> replay;
+    std::string config;
+  };
+  std::map<std::array<int64_t, 3>, DenseWinner> dense_winners_;
+  // Adds the kOursPaired and kCublasLtS8Paired rows of `ours` (an ok kOurs row): `run_ours`
+  // and the dense winner timed alternately.
+  void llm_paired(const ResultRow &ours, Enqueue run_ours);
   // Where the llm section's wall time went (seconds), logged at its end.
   struct LlmWall {
     double inputs = 0, dense_contenders = 0, sparse = 0, dense_route = 0;
@@ -799,6 +813,7 @@ ResultRow Suite::llm_base_row(int64_t m, int64_t k, int64_t n) const {
 void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
   BaselineOptions o = vopts_;
   o.timing = llm_timing(n);
+  o.keep_winner = true;
   struct D {
     const char *contender, *precision, *out, *matrix;
     double sparsity, bytes;
@@ -830,6 +845,7 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
     guarded(row, [&](ResultRow &r) {
       auto got = c.run();
       if (got && got->supported && lt_s8) api = best_with_api_storage(got->timed);
+      if (got && got->supported && lt_s8 && got->replay) dense_winners_[{m, k, n}] = {got->replay, got->config};
       measured = got && got->supported;
       record_measurement(r, std::move(got), n);
     });
@@ -870,9 +886,9 @@ double sparse_call_bytes(const Plan &plan, const VectorSparse &a, int64_t n) {
   return llm_sparse_bytes(t);
 }
 
-std::unique_ptr<Pipeline> Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
-                                            const std::shared_ptr<SpmmLhsCache> &lhs) {
-  std::unique_ptr<Pipeline> kept;
+Suite::SparseRun Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
+                                   const std::shared_ptr<SpmmLhsCache> &lhs) {
+  SparseRun kept;
   ResultRow row = llm_base_row(pb.m, pb.k, pb.n);
   row.matrix = fmt::format("llm-M{}-K{}-s{}", pb.m, pb.k, sp_str(pb.sparsity));
   row.contender = kOursSparse;
@@ -895,19 +911,22 @@ std::unique_ptr<Pipeline> Suite::llm_sparse(const LlmProblem &pb, const VectorSp
       r.status = "error", r.note = msg(std::move(e));
       return;
     }
-    kept = std::move(pipe);
+    auto kernel = Kernel::get(ctx_, *plan);  // the one measure_kernel ran, from the cache
+    if (!kernel) return fail(kernel.takeError(), "kernel");
+    kept = {std::move(pipe), std::move(*kernel)};
     r.tops = effective_tops(r.nnz_vectors, r.v, pb.n, r.ms);
     r.bytes = sparse_call_bytes(*plan, a, pb.n);
     r.config += fmt::format(" [moves {:.0f} bytes]", r.bytes);
     r.status = "ok";
   });
-  return out_.rows.back().status == "ok" ? std::move(kept) : nullptr;
+  return out_.rows.back().status == "ok" ? std::move(kept) : SparseRun{};
 }
 
 void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
                      const std::shared_ptr<SpmmLhsCache> &lhs) {
   auto t0 = Clock::now();
-  std::unique_ptr<Pipeline> sparse_pipe = llm_sparse(pb, a, b, lhs);
+  SparseRun sparse_run = llm_sparse(pb, a, b, lhs);
+  std::unique_ptr<Pipeline> &sparse_pipe = sparse_run.pipe;
   llm_wall_.sparse += ms_since(t0) / 1e3;
   t0 = Clock::now();
   struct Tally {
@@ -930,9 +949,12 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
   }
   if (d->route == Route::Sparse) {
     if (row.status == "ok") row.config += " [route: sparse, " + d->route_why + "]";
-    add(std::move(row));
+    add(row);
+    if (row.status == "ok" && sparse_run.kernel)
+      llm_paired(row, [&]() -> llvm::Error { return sparse_pipe->launch(*sparse_run.kernel, stream()); });
     return;
   }
+  std::unique_ptr<Pipeline> dense_pipe;
   row.ms = kNaN, row.tops = kNaN, row.exact.clear(), row.note.clear(), row.status.clear();
   guarded(row, [&](ResultRow &r) {
     auto fail = [&](llvm::Error e, const char *stage) {
@@ -942,8 +964,8 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
     r.out = out_name(d->plan.spec.out);
     // The sparse kernel's pipeline when it ran (the same A and B: A's dense copy shared through
     // `lhs`, the checked row-blocks' references kept), else one of its own.
-    std::unique_ptr<Pipeline> pipe =
-        sparse_pipe ? std::move(sparse_pipe) : Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n, lhs);
+    std::unique_ptr<Pipeline> &pipe = dense_pipe;
+    pipe = sparse_pipe ? std::move(sparse_pipe) : Pipeline::spmm(d->plan.spec, a, std::vector<int64_t>(b), pb.n, lhs);
     if (auto e = pipe->prepare_dense(ctx_)) return fail(std::move(e), "dense route");
     if (auto e = pipe->poison()) return fail(std::move(e), "poison C");
     if (auto e = pipe->launch_dense(stream())) return fail(std::move(e), "launch");
@@ -961,6 +983,37 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
                            d->route_why, r.bytes);
     r.status = "ok";
   });
+  const ResultRow &ours = out_.rows.back();
+  if (ours.contender == kOurs && ours.status == "ok" && dense_pipe)
+    llm_paired(ours, [&]() -> llvm::Error { return dense_pipe->launch_dense(stream()); });
+}
+
+void Suite::llm_paired(const ResultRow &ours, Enqueue run_ours) {
+  auto w = dense_winners_.find({ours.m, ours.k, ours.n});
+  if (w == dense_winners_.end()) return;
+  const ResultRow copy = ours;  // add() may move the rows
+  ResultRow mine = copy, dense = copy;
+  mine.contender = kOursPaired;
+  dense.contender = kCublasLtS8Paired;
+  dense.exact.clear();
+  dense.out = "s32";
+  dense.config = w->second.config + " (the contender's winner, timed again alternately with ours)";
+  dense.bytes = llm_dense_bytes(ours.m, ours.k, ours.n);
+  mine.ms = dense.ms = mine.tops = dense.tops = kNaN;
+  mine.status = dense.status = "error";
+  auto run_dense = [&]() -> llvm::Error { return w->second.replay->enqueue(stream_.get()); };
+  const Enqueue both[] = {run_ours, run_dense};
+  auto s = sample_ms_alternating(stream_.get(), both, llm_timing(ours.n));
+  if (!s) {
+    mine.note = dense.note = "paired timing: " + msg(s.takeError());
+  } else {
+    mine.ms = bench::median((*s)[0]), dense.ms = bench::median((*s)[1]);
+    mine.tops = effective_tops(mine.nnz_vectors, mine.v, ours.n, mine.ms);
+    dense.tops = effective_tops(dense.nnz_vectors, dense.v, ours.n, dense.ms);
+    mine.status = dense.status = "ok";
+  }
+  add(std::move(mine));
+  add(std::move(dense));
 }
 
 // ---- decode chains: a model's layers back to back ---------------------------------------------
@@ -1100,6 +1153,7 @@ void Suite::llm() {
       return p.m == m && p.k == k && std::abs(p.sparsity - 0.5) < 1e-9;
     });
     auto t0 = Clock::now();
+    dense_winners_.clear();  // the previous shape's operands freed
     if (cfg_.vendors)
       for (const auto &d : llm_dense_problems(cfg_))
         if (d[0] == m && d[1] == k) llm_dense(m, k, d[2], with_2_4);

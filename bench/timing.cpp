@@ -78,16 +78,20 @@ struct Events {
 
 // ---- timing ---------------------------------------------------------------------------
 
-llvm::Expected<std::vector<float>> sample_ms(cudaStream_t stream, Enqueue fn, const TimingOptions &opts) {
+llvm::Expected<std::vector<std::vector<float>>> sample_ms_alternating(cudaStream_t stream, llvm::ArrayRef<Enqueue> fns,
+                                                                     const TimingOptions &opts) {
   if (opts.reps < 1) return make_error("timing: reps must be >= 1, got " + llvm::Twine(opts.reps));
+  if (fns.empty()) return make_error("timing: nothing to time");
+  const size_t n = fns.size();
 
-  for (int i = 0; i < opts.warmup; ++i)
-    if (llvm::Error e = fn()) return e;
+  for (const Enqueue &fn : fns)
+    for (int i = 0; i < opts.warmup; ++i)
+      if (llvm::Error e = fn()) return e;
   MAGICUBE_CUDA_TRY(cudaStreamSynchronize(stream));
   MAGICUBE_CUDA_TRY(cudaGetLastError());
 
   Events events;
-  events.ev.resize(2 * size_t(opts.reps), nullptr);
+  events.ev.resize(2 * n * size_t(opts.reps), nullptr);
   for (cudaEvent_t &e : events.ev) MAGICUBE_CUDA_TRY(cudaEventCreate(&e));
 
   DeviceBuffer filler;
@@ -96,8 +100,9 @@ llvm::Expected<std::vector<float>> sample_ms(cudaStream_t stream, Enqueue fn, co
     if (!f) return f.takeError();
     filler = std::move(*f);
     MAGICUBE_CUDA_TRY(cudaMemsetAsync(filler.get(), 0x5a, filler.bytes(), stream));
-    for (int i = 0; i < 2; ++i)
-      if (llvm::Error e = fn()) return e;
+    for (const Enqueue &fn : fns)
+      for (int i = 0; i < 2; ++i)
+        if (llvm::Error e = fn()) return e;
   }
 
   DeviceBuffer flush;
@@ -107,19 +112,29 @@ llvm::Expected<std::vector<float>> sample_ms(cudaStream_t stream, Enqueue fn, co
     flush = std::move(*f);
   }
 
-  for (int i = 0; i < opts.reps; ++i) {
-    if (opts.flush_bytes) MAGICUBE_CUDA_TRY(cudaMemsetAsync(flush.get(), i & 0xff, flush.bytes(), stream));
-    MAGICUBE_CUDA_TRY(cudaEventRecord(events.ev[2 * i], stream));
-    if (llvm::Error e = fn()) return e;
-    MAGICUBE_CUDA_TRY(cudaEventRecord(events.ev[2 * i + 1], stream));
-  }
+  // Event pair (i, j): timed run i of contender j.
+  auto ev = [&](int i, size_t j, int end) { return events.ev[2 * (size_t(i) * n + j) + size_t(end)]; };
+  for (int i = 0; i < opts.reps; ++i)
+    for (size_t t = 0; t < n; ++t) {
+      const size_t j = (size_t(i) + t) % n;
+      if (opts.flush_bytes) MAGICUBE_CUDA_TRY(cudaMemsetAsync(flush.get(), i & 0xff, flush.bytes(), stream));
+      MAGICUBE_CUDA_TRY(cudaEventRecord(ev(i, j, 0), stream));
+      if (llvm::Error e = fns[j]()) return e;
+      MAGICUBE_CUDA_TRY(cudaEventRecord(ev(i, j, 1), stream));
+    }
   MAGICUBE_CUDA_TRY(cudaStreamSynchronize(stream));
   MAGICUBE_CUDA_TRY(cudaGetLastError());
 
-  std::vector<float> ms(size_t(opts.reps));
+  std::vector<std::vector<float>> ms(n, std::vector<float>(size_t(opts.reps)));
   for (int i = 0; i < opts.reps; ++i)
-    MAGICUBE_CUDA_TRY(cudaEventElapsedTime(&ms[i], events.ev[2 * i], events.ev[2 * i + 1]));
+    for (size_t j = 0; j < n; ++j) MAGICUBE_CUDA_TRY(cudaEventElapsedTime(&ms[j][size_t(i)], ev(i, j, 0), ev(i, j, 1)));
   return ms;
+}
+
+llvm::Expected<std::vector<float>> sample_ms(cudaStream_t stream, Enqueue fn, const TimingOptions &opts) {
+  auto s = sample_ms_alternating(stream, llvm::ArrayRef<Enqueue>(fn), opts);
+  if (!s) return s.takeError();
+  return std::move(s->front());
 }
 
 llvm::Expected<double> median_ms(cudaStream_t stream, Enqueue fn, const TimingOptions &opts) {

@@ -22,6 +22,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -40,6 +41,13 @@ using Enqueue = llvm::function_ref<llvm::Error()>;
 
 // The R samples in milliseconds, in run order.
 llvm::Expected<std::vector<float>> sample_ms(cudaStream_t stream, Enqueue fn, const TimingOptions &opts = {});
+
+// Several contenders timed alternately, so that a slow or fast spell of the device (clocks,
+// power) falls on each of them alike: the same steps as sample_ms, with every step done for
+// each of `fns`, and timed run i of each taken in turn (round i starts with contender
+// i mod fns.size(), so none always runs first). Their R samples each, in fns' order.
+llvm::Expected<std::vector<std::vector<float>>> sample_ms_alternating(cudaStream_t stream, llvm::ArrayRef<Enqueue> fns,
+                                                                     const TimingOptions &opts = {});
 
 // The median of sample_ms (mean of the middle two for even R).
 llvm::Expected<double> median_ms(cudaStream_t stream, Enqueue fn, const TimingOptions &opts = {});

@@ -384,8 +384,12 @@ TEST(DenseRoute, ModelsWideNDecodeTimesAndPicksTheFasterRoute) {
     const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + " N=" + std::to_string(c.n) +
                              " s=" + std::to_string(c.s) + ": " + e.str();
     EXPECT_NEAR(e.sparse_us, c.sparse_us, 0.15 * c.sparse_us) << what;
-    if (c.dense_us < c.sparse_us) EXPECT_EQ(r, Route::Dense) << what;
-    if (c.sparse_us * 1.1 <= c.dense_us) EXPECT_EQ(r, Route::Sparse) << what;
+    if (c.dense_us < c.sparse_us) {
+      EXPECT_EQ(r, Route::Dense) << what;
+    }
+    if (c.sparse_us * 1.1 <= c.dense_us) {
+      EXPECT_EQ(r, Route::Sparse) << what;
+    }
   }
 }
 
