@@ -35,6 +35,9 @@ inline constexpr const char *kCusparseLtS8 = "cusparselt-s8-2:4";  // cuSPARSELt
 // (B K x N row-major, C M x N row-major; A either way: the dense copy is the library's): the
 // best of the same timed configurations as kCublasLtS8, not a run of its own.
 inline constexpr const char *kCublasLtS8ApiStorage = "cublaslt-s8s32-api-storage";
+// The same restricted to our output's layout, C M x N row-major (A and B in any storage: our
+// dense route stores A and B K-contiguous itself).
+inline constexpr const char *kCublasLtS8RowC = "cublaslt-s8s32-row-c";
 // The llm section's paired timing of one problem: ours (the dispatch's route) and the
 // kCublasLtS8 contender's winning configuration run again, alternately in one timing loop
 // (bench/timing.h's sample_ms_alternating), after both chose their configurations. Both rows
@@ -136,9 +139,22 @@ llvm::Expected<std::vector<std::pair<int64_t, int64_t>>> parse_llm_shapes(llvm::
 // Whether a cuBLASLt configuration of the dense contender ("cuBLASLt A row, B row, C row (NN,
 // ...), heuristic 2/8 (...)") has our API's storage: B K x N row-major and C M x N row-major.
 bool has_api_storage(const std::string &dense_config);
-// The fastest of `timed` (configuration, ms) with our API's storage; nullopt when none ran.
-std::optional<std::pair<std::string, double>> best_with_api_storage(
-    const std::vector<std::pair<std::string, double>> &timed);
+// Whether it writes our output's layout, C M x N row-major (A and B in any storage).
+bool has_row_major_c(const std::string &dense_config);
+// The fastest of `timed` (configuration, ms) whose configuration passes `keep`; nullopt when
+// none ran.
+std::optional<std::pair<std::string, double>> best_where(const std::vector<std::pair<std::string, double>> &timed,
+                                                         bool (*keep)(const std::string &));
+
+// The llm section's cuBLASLt s8 contender restricted to a storage, as rows of their own (the
+// best of the same timed configurations, not runs of their own).
+struct RestrictedDense {
+  const char *contender;                     // kCublasLtS8ApiStorage, kCublasLtS8RowC
+  bool (*keep)(const std::string &config);  // has_api_storage, has_row_major_c
+  const char *what;                          // "our API's storage"
+  const char *storage;                       // "B K x N row-major, C M x N row-major"
+};
+const std::vector<RestrictedDense> &restricted_dense_contenders();
 
 // Peaks the LLM section reports against, in one place.
 // int8 dense tensor-core peak of the H100 SXM: 1,979 TOPS (NVIDIA H100 Tensor Core GPU

@@ -3,10 +3,11 @@
 
 For every (M, K, N, sparsity) of an llm results.csv (magicube-bench --sections=llm), asks
 `magicube plan --route=auto` (the model, no GPU) which route it takes, and compares it with
-what the grid measured: the sparse kernel (magicube-jit-sparse) against dense cuBLASLt int8
-(the bench's contender). Prints each wrong call and a summary:
+what the grid measured: the sparse kernel (magicube-jit-sparse) against the dense route (our
+own, where the grid's dispatch row ran it; else dense cuBLASLt int8, the bench's contender, the
+best of every storage). Prints each wrong call and a summary:
   sent dense, sparse was faster by >= 3 %   (a missed win)
-  sent sparse, dense was faster             (a loss: "never slower than dense" breaks)
+  sent sparse, dense was faster by > 2 %    (a loss: "never slower than dense" breaks)
 
 usage: bench/route_replay.py RESULTS.csv [--cli build/bin/magicube] [--lhs s8 --rhs s8 --v 8]
 """
@@ -25,7 +26,7 @@ def main():
     ap.add_argument("--rhs", default="s8")
     ap.add_argument("--v", default="8")
     args = ap.parse_args()
-    dense, sparse = {}, {}
+    dense, sparse, route_ms = {}, {}, {}
     with open(args.results) as f:
         for r in csv.DictReader(f):
             if r.get("status") != "ok" or not r.get("ms"):
@@ -35,6 +36,8 @@ def main():
                 dense[key] = float(r["ms"])
             elif r["contender"] == "magicube-jit-sparse":
                 sparse[key + (r["sparsity"],)] = float(r["ms"])
+            elif r["contender"] == "magicube-jit" and r["config"].startswith("dense route:"):
+                route_ms[key + (r["sparsity"],)] = float(r["ms"])
     missed = lost = 0
     for key in sorted(sparse):
         m, k, n, s = key
@@ -47,15 +50,15 @@ def main():
         if not route:
             continue
         took, why = route.group(1), route.group(2).strip()
-        d, sp = dense[(m, k, n)], sparse[key]
+        d, sp = route_ms.get(key, dense[(m, k, n)]), sparse[key]
         if took == "dense" and sp * 1.03 < d:
             missed += 1
             print(f"missed  {m}x{k} N={n} s={s}: sparse {sp*1e3:.1f} us, dense {d*1e3:.1f} us {why}")
-        if took == "sparse" and d < sp:
+        if took == "sparse" and d * 1.02 < sp:
             lost += 1
             print(f"LOST    {m}x{k} N={n} s={s}: sparse {sp*1e3:.1f} us, dense {d*1e3:.1f} us {why}")
     print(f"{len(sparse)} problems: {missed} sent dense that the sparse kernel won by >= 3 %, "
-          f"{lost} sent sparse that dense won")
+          f"{lost} sent sparse that dense won by > 2 %")
     return 1 if lost else 0
 
 

@@ -730,10 +730,15 @@ TEST(BenchLlm, ApiStorageDenseBesideTheStrictTarget) {
                      "1 of 3 at >= 1.00x, 2 of 3 at >= 0.97x, worst 0.91x | **FAIL** |"),
             std::string::npos);
   EXPECT_NE(all.find("| LLM: the dispatch never slower than dense cuBLASLt int8 with our API's storage (B K x N "
-                     "row-major, C M x N row-major; information, the row above is the target) | 1 of 2 at >= 1.00x, 2 "
+                     "row-major, C M x N row-major; information, the first row is the target) | 1 of 2 at >= 1.00x, 2 "
                      "of 2 at >= 0.97x, worst 0.98x; 1 without such a dense time | (would pass) |"),
             std::string::npos);
   EXPECT_NE(all.find("- never slower than dense: 1 of 3 problems (worst: 0.91x at L8-R8 V=8 4096x4096 N=1 s=0.5)\n"),
+            std::string::npos);
+  // Our output's layout (C row-major, any A and B): N=16's and N=64's winners have it, N=1's not.
+  EXPECT_NE(all.find("| LLM: the dispatch never slower than dense cuBLASLt int8 with our output's layout (C M x N "
+                     "row-major, A and B in any storage; information, the first row is the target) | 1 of 2 at >= "
+                     "1.00x, 2 of 2 at >= 0.97x, worst 0.98x; 1 without such a dense time | (would pass) |"),
             std::string::npos);
   EXPECT_NE(all.find("- never slower than dense with our API's storage (B K x N row-major, C M x N row-major; the dense "
                      "contender's best of those layouts): 1 of 2 problems (worst: 0.98x at L8-R8 V=8 4096x4096 N=16 "
@@ -794,11 +799,20 @@ TEST(BenchLlm, ApiStorageIsBRowAndCRow) {
       {"cuBLASLt A row, B row, C row (NN, as C^T = B^T A^T), heuristic 2/8", 0.012},
       {"cuBLASLt A row, B row, C row (ORDER_ROW), heuristic 1/8", kNaN},
   };
-  auto best = best_with_api_storage(timed);
+  auto best = best_where(timed, has_api_storage);
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->first, "cuBLASLt A row, B row, C row (NN, as C^T = B^T A^T), heuristic 2/8");
   EXPECT_DOUBLE_EQ(best->second, 0.012);
-  EXPECT_FALSE(best_with_api_storage({timed[0]}).has_value());
+  EXPECT_FALSE(best_where({timed[0]}, has_api_storage).has_value());
+  // Our output's layout: C row-major, A and B in any storage.
+  EXPECT_TRUE(has_row_major_c("cuBLASLt A row, B col, C row (TN, as C^T = B^T A^T), heuristic 2/8"));
+  EXPECT_TRUE(has_row_major_c("cuBLASLt A row, B row, C row (ORDER_ROW), heuristic 1/8"));
+  EXPECT_FALSE(has_row_major_c("cuBLASLt A row, B col, C col (TN), heuristic 1/8"));
+  const std::vector<std::pair<std::string, double>> with_b_col = {
+      timed[0], timed[1], {"cuBLASLt A row, B col, C row (TN, as C^T = B^T A^T), heuristic 3/8", 0.011}};
+  auto row_c = best_where(with_b_col, has_row_major_c);
+  ASSERT_TRUE(row_c.has_value());
+  EXPECT_DOUBLE_EQ(row_c->second, 0.011);
 }
 
 TEST(BenchLlm, OptionsAndFlag) {

@@ -394,21 +394,23 @@ TEST(DenseRoute, ModelsWideNDecodeTimesAndPicksTheFasterRoute) {
 }
 
 // The whole L8-R8 V=8 llm grid of the last H100 run (bench/results/.../llm-l8r8/results.csv:
-// the sparse kernel's and dense cuBLASLt's times for each of its 198 problems), replayed through
-// the model (as bench/route_replay.py does through `magicube plan`): no problem goes sparse that
-// dense ran faster, and none goes dense that the sparse kernel won by 10 % or more, among the
-// problems whose plan is still the one the grid timed. Refit the constants on a newer grid and
-// point this at it.
+// the sparse kernel's and the dense route's times for each of its 198 problems), replayed
+// through the model (as bench/route_replay.py does through `magicube plan`): no problem goes
+// sparse that dense ran faster (by more than 2 %), and none goes dense that the sparse kernel won by 10 % or more,
+// among the problems whose plan is still the one the grid timed. The dense time is our dense
+// route's where the grid ran it (the dispatch's row went dense), else the bench's cuBLASLt
+// contender's (the best of every storage: our row-major C runs up to 5 % slower at some shapes).
+// Refit the constants on a newer grid and point this at it.
 TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
   const std::string csv = magicube::testing::read_file(std::string(MAGICUBE_SOURCE_DIR) +
-                                    "/bench/results/2026-11-26-h100-session16/final/llm-l8r8/results.csv");
+                                    "/bench/results/2026-11-26-h100-session19/run-a/llm-l8r8/results.csv");
   ASSERT_FALSE(csv.empty());
   struct Key {
     int64_t m, k, n;
     std::string s;
     bool operator<(const Key &o) const { return std::tie(m, k, n, s) < std::tie(o.m, o.k, o.n, o.s); }
   };
-  std::map<Key, double> dense, sparse;  // ms; dense keyed with s = ""
+  std::map<Key, double> dense, sparse, route;  // ms; dense keyed with s = "", route: our dense route
   std::map<Key, std::string> measured;   // the spec the sparse kernel ran
   auto rows = bench::parse_csv(csv);
   ASSERT_TRUE(bool(rows)) << llvm::toString(rows.takeError());
@@ -421,6 +423,7 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
     const Key key{std::stoll(f[col.at("m")]), std::stoll(f[col.at("k")]), std::stoll(f[col.at("n")]), f[col.at("sparsity")]};
     const double ms = std::stod(f[col.at("ms")]);
     if (f[col.at("contender")] == "cublaslt-s8s32") dense[Key{key.m, key.k, key.n, ""}] = ms;
+    if (f[col.at("contender")] == "magicube-jit" && f[col.at("config")].rfind("dense route:", 0) == 0) route[key] = ms;
     if (f[col.at("contender")] == "magicube-jit-sparse") {
       sparse[key] = ms;
       const std::string &config = f[col.at("config")];
@@ -431,7 +434,7 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
   std::map<std::string, VectorSparse> patterns;  // one synthetic A per (M, K, sparsity)
   int lost = 0, missed = 0, replayed = 0;
   for (const auto &[key, sp] : sparse) {
-    const double d = dense.at(Key{key.m, key.k, key.n, ""});
+    const double d = route.count(key) ? route.at(key) : dense.at(Key{key.m, key.k, key.n, ""});
     const std::string pk = fmt::format("{}x{} {}", key.m, key.k, key.s);
     if (!patterns.count(pk)) {
       std::mt19937_64 rng(7);
@@ -445,7 +448,8 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridWithoutALoss) {
     const Route r = route_by_model(e);
     const std::string what = fmt::format("{} N={}: sparse {:.1f} us, dense {:.1f} us measured; model {}", pk, key.n,
                                          sp * 1e3, d * 1e3, e.str());
-    if (r == Route::Sparse && d < sp) ++lost, ADD_FAILURE() << "sent sparse, dense won: " << what;
+    // Dense won by more than the 2 % two runs of one call differ by.
+    if (r == Route::Sparse && d * 1.02 < sp) ++lost, ADD_FAILURE() << "sent sparse, dense won: " << what;
     if (r == Route::Dense && sp * 1.1 <= d) ++missed, ADD_FAILURE() << "sent dense, sparse won by 10 %+: " << what;
   }
   EXPECT_EQ(lost + missed, 0);
