@@ -781,8 +781,10 @@ TEST(Policy, DecodeKernelForSmallN) {
   EXPECT_FALSE(policy_spec(half, &g, dev).spec.decode) << "a float output is not added into";
   g = sig_of(4096, 4096, 2048, 0.9);
   EXPECT_EQ(policy_spec(base, &g, dev).spec.panel, 0) << "K that fits takes no panels";
-  // The route model counts each pass's add into C: these two ran at dense's time or slower.
-  for (auto [k, n] : {std::pair<int64_t, int64_t>{14336, 2048}, {11008, 8192}}) {
+  // The route model counts each pass's add into C: these two ran slower than dense (session 19's
+  // grid: 645 against 575 us and 566 against 513; at 4096x14336 N=2048 the two are even, 151
+  // against 150, and the model's 5 % margin decides).
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{14336, 8192}, {11008, 8192}}) {
     g = sig_of(4096, k, n, 0.9);
     auto pp = plan(policy_spec(base, &g, dev).spec);
     ASSERT_TRUE(bool(pp));
