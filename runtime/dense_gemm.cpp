@@ -20,9 +20,6 @@ namespace {
 
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
-// select(): how many of the first round's best candidates run a second round.
-constexpr size_t kSelectFinalists = 4;
-
 #define MAGICUBE_LT_FUNCTIONS(X)                                                                            \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetStatusName)                       \
   X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)                \
@@ -398,6 +395,15 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
   // weight that fits the L2 would otherwise favour algorithms that lose when it does not).
   auto flush = DeviceBuffer::allocate(l2_flush_bytes(ctx));
   if (!flush) return flush.takeError();
+  const int runs = std::max(1, reps);
+  std::vector<Event> start, stop;
+  for (size_t i = 0; i < d.algos.size() * size_t(runs); ++i) {
+    auto e0 = Event::create();
+    if (!e0) return e0.takeError();
+    auto e1 = Event::create();
+    if (!e1) return e1.takeError();
+    start.push_back(std::move(*e0)), stop.push_back(std::move(*e1));
+  }
   std::vector<bool> usable(d.algos.size(), true);
   for (size_t i = 0; i < d.algos.size(); ++i) {
     d.chosen = int(i);
@@ -406,82 +412,41 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
       usable[i] = false;
     }
   }
-  // Times `runs` runs of each of `which` round-robin: run r of every candidate, then run
-  // r + 1, so that a slow spell of the device (clocks, other work) costs each candidate a run
-  // instead of deciding for one (timed one after another, a long benchmark once kept a 3x
-  // slower choice for its process). Their sorted times, in `which`'s order.
-  auto time_round = [&](const std::vector<size_t> &which, int runs) -> llvm::Expected<std::vector<std::vector<double>>> {
-    std::vector<Event> start, stop;
-    for (size_t i = 0; i < which.size() * size_t(runs); ++i) {
-      auto e0 = Event::create();
-      if (!e0) return e0.takeError();
-      auto e1 = Event::create();
-      if (!e1) return e1.takeError();
-      start.push_back(std::move(*e0)), stop.push_back(std::move(*e1));
+  // Round-robin: run r of every algorithm, then run r + 1, so that a slow spell of the device
+  // (clocks, other work) costs each candidate a run instead of deciding for one: timed one
+  // algorithm after another, a long benchmark once kept a 3x slower choice for its process.
+  for (int r = 0; r < runs; ++r)
+    for (size_t i = 0; i < d.algos.size(); ++i) {
+      if (!usable[i]) continue;
+      d.chosen = int(i);
+      const size_t at = i * size_t(runs) + size_t(r);
+      if (auto e = flush->memset(uint8_t(r))) return e;
+      if (auto e = start[at].record(stream)) return e;
+      if (auto e = run(a, bt, c, workspace, stream)) return e;
+      if (auto e = stop[at].record(stream)) return e;
     }
-    for (int r = 0; r < runs; ++r)
-      for (size_t j = 0; j < which.size(); ++j) {
-        d.chosen = int(which[j]);
-        const size_t at = j * size_t(runs) + size_t(r);
-        if (auto e = flush->memset(uint8_t(r))) return e;
-        if (auto e = start[at].record(stream)) return e;
-        if (auto e = run(a, bt, c, workspace, stream)) return e;
-        if (auto e = stop[at].record(stream)) return e;
-      }
-    if (auto e = ctx.synchronize()) return e;
-    std::vector<std::vector<double>> out(which.size());
-    for (size_t j = 0; j < which.size(); ++j) {
-      for (int r = 0; r < runs; ++r) {
-        auto x = elapsed_ms(start[j * size_t(runs) + size_t(r)], stop[j * size_t(runs) + size_t(r)]);
-        if (!x) return x.takeError();
-        out[j].push_back(*x);
-      }
-      std::sort(out[j].begin(), out[j].end());
+  if (auto e = ctx.synchronize()) return e;
+  double best = std::numeric_limits<double>::infinity();
+  int best_i = -1;
+  for (size_t i = 0; i < d.algos.size(); ++i) {
+    if (!usable[i]) continue;
+    std::vector<double> ms;
+    for (int r = 0; r < runs; ++r) {
+      auto x = elapsed_ms(start[i * size_t(runs) + size_t(r)], stop[i * size_t(runs) + size_t(r)]);
+      if (!x) return x.takeError();
+      ms.push_back(*x);
     }
-    return out;
-  };
-  // Round 1: every candidate, `reps` runs. The score is the 4th fastest of 5 runs, not the
-  // median: a candidate that runs slow now and then (the H100's llm grid once kept one at 5.5x
-  // its selection time for a whole process, 4096x14336 N=32) shows it in 2 of 5 runs more often
-  // than in 3.
-  std::vector<size_t> all;
-  for (size_t i = 0; i < d.algos.size(); ++i)
-    if (usable[i]) all.push_back(i);
-  if (all.empty())
-    return err("dense route: every cuBLASLt algorithm failed for M=" + llvm::Twine(m_) + " N=" + llvm::Twine(n_) +
-               " K=" + llvm::Twine(k_));
-  const int runs = std::max(1, reps);
-  auto first = time_round(all, runs);
-  if (!first) return first.takeError();
-  std::vector<std::pair<double, size_t>> ranked;
-  for (size_t j = 0; j < all.size(); ++j) {
-    const std::vector<double> &ms = (*first)[j];
+    std::sort(ms.begin(), ms.end());
+    // The score is the 4th fastest of 5 runs, not the median: a candidate that runs slow now
+    // and then (the H100's llm grid once kept one at 5.5x its selection time for a whole
+    // process, 4096x14336 N=32) shows it in 2 of 5 runs more often than in 3.
     const double score = ms[(4 * ms.size() - 1) / 5];  // the 4th of 5 (the last of 1 or 2)
     log().debug("dense route: M={} N={} K={}: candidate {} ({}) min {:.4f} median {:.4f} max {:.4f} ms, score {:.4f}, {} runs",
-                m_, n_, k_, all[j], dense_form_name(d.forms[size_t(d.algos[all[j]].form)].form), ms.front(),
-                ms[ms.size() / 2], ms.back(), score, runs);
-    ranked.emplace_back(score, all[j]);
+                m_, n_, k_, i, dense_form_name(d.forms[size_t(d.algos[i].form)].form), ms.front(), ms[ms.size() / 2],
+                ms.back(), score, runs);
+    if (score < best) best = score, best_i = int(i);
   }
-  std::sort(ranked.begin(), ranked.end());
-  // Round 2: the best few again, three times as many runs each, by their medians. Many
-  // configurations are within a few percent of each other at N >= 2048 and one call of one of
-  // them can run 10 % slower than the next (the clocks): five runs draw among near-equals; the
-  // second round settles the draw among the ones that matter.
-  std::vector<size_t> finalists;
-  for (size_t j = 0; j < ranked.size() && j < kSelectFinalists; ++j) finalists.push_back(ranked[j].second);
-  int best_i = int(finalists.front());
-  if (finalists.size() > 1) {
-    auto second = time_round(finalists, 3 * runs);
-    if (!second) return second.takeError();
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t j = 0; j < finalists.size(); ++j) {
-      const std::vector<double> &ms = (*second)[j];
-      const double med = ms[ms.size() / 2];
-      log().debug("dense route: M={} N={} K={}: finalist {} median {:.4f} ms over {} runs", m_, n_, k_, finalists[j],
-                  med, ms.size());
-      if (med < best) best = med, best_i = int(finalists[j]);
-    }
-  }
+  if (best_i < 0) return err("dense route: every cuBLASLt algorithm failed for M=" + llvm::Twine(m_) + " N=" + llvm::Twine(n_) + " K=" + llvm::Twine(k_));
   d.chosen = best_i;
   d.timed = true;
   return llvm::Error::success();

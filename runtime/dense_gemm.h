@@ -78,10 +78,9 @@ class DenseGemm {
   DenseForm form() const;  // the chosen algorithm's form (before select(): TransposedC's first when offered)
 
   // Times each kept algorithm of every form (one warm-up, then `reps` runs each after an L2
-  // flush, round-robin, on `stream`, synchronizing; a scratch buffer of twice the L2 is
-  // allocated for the flush) on these buffers, then the best four by that round 3 x `reps`
-  // runs each again, and keeps the fastest median of the second round. Optional: without it
-  // run() uses the first form's heuristic first.
+  // flush, on `stream`, synchronizing; a scratch buffer of twice the L2 is allocated for the
+  // flush) on these buffers and keeps the fastest median. Optional: without it run() uses
+  // the first form's heuristic first.
   llvm::Error select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace,
                      CUstream stream = nullptr, int reps = 5);
   // Enqueues C = A x B on `stream`; no allocation, no synchronization.
