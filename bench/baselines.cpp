@@ -365,16 +365,20 @@ llvm::Expected<std::unique_ptr<LtForm>> lt_form(const DenseProblem &p, const Den
 }
 
 // A cuBLASLt configuration that ran, kept whole so that it can run again: the handle, its
-// storage's descriptors, the algorithm and the operands (shared with the other forms).
+// storage's descriptors, the algorithm, alpha and beta (copied: the problem's may be locals of
+// the measuring call) and the operands (shared with the other forms).
 class LtReplay final : public DenseReplay {
  public:
   LtReplay(const DenseProblem &p, std::shared_ptr<LtHandle> lt, std::shared_ptr<LtForm> form,
            const cublasLtMatmulAlgo_t &algo, std::shared_ptr<DenseBuffers> d)
-      : p_(p), lt_(std::move(lt)), form_(std::move(form)), algo_(algo), d_(std::move(d)) {}
+      : lt_(std::move(lt)), form_(std::move(form)), algo_(algo), d_(std::move(d)) {
+    const size_t bytes = std::min(sizeof(alpha_), dtype_bytes(p.scale));
+    std::memcpy(alpha_, p.alpha, bytes);
+    std::memcpy(beta_, p.beta, bytes);
+  }
   cublasStatus_t call(cudaStream_t stream) {
-    return cublasLtMatmul(*lt_, form_->desc, p_.alpha, form_->pa, form_->la, form_->pb, form_->lb, p_.beta,
-                          d_->c.get(), form_->lc, d_->c.get(), form_->lc, &algo_, d_->ws.get(), d_->ws.bytes(),
-                          stream);
+    return cublasLtMatmul(*lt_, form_->desc, alpha_, form_->pa, form_->la, form_->pb, form_->lb, beta_, d_->c.get(),
+                          form_->lc, d_->c.get(), form_->lc, &algo_, d_->ws.get(), d_->ws.bytes(), stream);
   }
   llvm::Error enqueue(cudaStream_t stream) override {
     cublasStatus_t st = call(stream);
@@ -383,7 +387,7 @@ class LtReplay final : public DenseReplay {
   }
 
  private:
-  DenseProblem p_;
+  alignas(8) unsigned char alpha_[8] = {}, beta_[8] = {};
   std::shared_ptr<LtHandle> lt_;
   std::shared_ptr<LtForm> form_;
   cublasLtMatmulAlgo_t algo_;
@@ -509,9 +513,12 @@ llvm::Expected<Measurement> dense(const DenseProblem &p, bool with_gemmex, const
   if (auto e = lt_try_all(p, d, stream.get(), opts, best, lt_winner)) return e;
   if (with_gemmex)
     if (auto e = gemmex_try_all(p, *d, stream.get(), opts, best)) return e;
-  // The kept configuration is the winner's only when a cuBLASLt configuration won.
-  if (lt_winner && cudaStreamSynchronize(stream.get()) == cudaSuccess && best.m.config.rfind("cuBLASLt ", 0) == 0)
+  // Kept only where a cuBLASLt configuration won (not cublasGemmEx). Its later calls run on
+  // other streams: this one's work on the operands is done first.
+  if (lt_winner && best.m.config.rfind("cuBLASLt ", 0) == 0) {
+    MAGICUBE_CUDA_TRY(cudaStreamSynchronize(stream.get()));
     best.m.replay = std::move(lt_winner);
+  }
   return best.finish();
 }
 

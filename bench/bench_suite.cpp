@@ -853,19 +853,19 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
     // The same configurations restricted to our API's storage and to our output's layout: no
     // run of their own, so that the comparisons see the same medians.
     for (const RestrictedDense &rd : restricted_dense_contenders()) {
-      ResultRow api_row = row;
-      api_row.contender = rd.contender;
+      ResultRow restricted = row;
+      restricted.contender = rd.contender;
       if (auto best = best_where(timed, rd.keep)) {
-        api_row.status = "ok";
-        api_row.ms = best->second;
-        api_row.tops = effective_tops(api_row.nnz_vectors, api_row.v, n, api_row.ms);
-        api_row.config = one_line(best->first, 200);
+        restricted.status = "ok";
+        restricted.ms = best->second;
+        restricted.tops = effective_tops(restricted.nnz_vectors, restricted.v, n, restricted.ms);
+        restricted.config = one_line(best->first, 200);
       } else {
-        api_row.status = measured ? "unsupported" : "error";
-        api_row.note = measured ? std::string("no configuration with ") + rd.storage + " ran"
-                                : "the cuBLASLt s8 contender did not run (its row says why)";
+        restricted.status = measured ? "unsupported" : "error";
+        restricted.note = measured ? std::string("no configuration with ") + rd.storage + " ran"
+                                   : "the cuBLASLt s8 contender did not run (its row says why)";
       }
-      add(std::move(api_row));
+      add(std::move(restricted));
     }
   }
 }
@@ -1011,7 +1011,7 @@ void Suite::llm_paired(const ResultRow &ours, Enqueue run_ours) {
   } else {
     mine.ms = bench::median((*s)[0]), dense.ms = bench::median((*s)[1]);
     mine.tops = effective_tops(mine.nnz_vectors, mine.v, ours.n, mine.ms);
-    dense.tops = effective_tops(dense.nnz_vectors, dense.v, ours.n, dense.ms);
+    dense.tops = effective_tops(ours.m * ours.k, 1, ours.n, dense.ms);  // dense work: 2 M K N
     mine.status = dense.status = "ok";
   }
   add(std::move(mine));
