@@ -640,13 +640,14 @@ llvm::Expected<std::vector<Enumerated>> timed_enumerated(const OpSpec &base, con
   // The policy's choice is timed too (it may hold knob values the grid does not: automatic
   // ring depth, a pinned knob): it is the untuned default tune reports its gain over.
   const OpSpec policy = policy_spec(base, &sig, dev).spec;
-  if (std::none_of(all->begin(), all->end(), [&](const Enumerated &c) { return c.candidate.spec == policy && c.candidate.plan == 0; }))
+  if (std::none_of(all->begin(), all->end(), [&](const Enumerated &c) { return c.candidate.spec == policy && c.candidate.plan == 0; })) {
     if (auto ps = plan_candidates(policy)) {
       Enumerated e{{policy, knobs_of(policy), 0, plan_id(ps->front())}, ps->front()};
       all->insert(all->begin(), std::move(e));
     } else {
       llvm::consumeError(ps.takeError());
     }
+  }
   std::vector<Enumerated> kept = prune(std::move(*all), policy, opts);
   if (kept.empty()) return err("tune " + to_string(base) + ": no candidate is left to time");
   return kept;
@@ -737,11 +738,11 @@ llvm::Expected<TuneResult> tune(const Context &ctx, const OpSpec &base, const Ma
       dense_library_unavailable().empty()) {
     progress("dense", cands->size(), nullptr);
     auto dense = [&]() -> llvm::Expected<double> {
-      if (auto e = work.prepare_dense(ctx)) return std::move(e);
+      if (auto e = work.prepare_dense(ctx)) return e;
       if (opts.verify) {
-        if (auto e = work.poison()) return std::move(e);
-        if (auto e = work.launch_dense()) return std::move(e);
-        if (auto e = ctx.synchronize()) return std::move(e);
+        if (auto e = work.poison()) return e;
+        if (auto e = work.launch_dense()) return e;
+        if (auto e = ctx.synchronize()) return e;
         auto v = work.verify();
         if (!v) return v.takeError();
         if (!v->exact()) return err("the dense route is not exact");
