@@ -39,14 +39,15 @@ class SpmmDecode : public KernelGen {
 
 
   // Register slot d of the ring: the column index of this lane (ci<d>, 16-bit: the column and
-  // one bit of the stride's schedule word) and the lhs fragments (ls<d>_<group>[]) of the stride
+  // one bit of the stride's schedule word) and the lhs fragments (ls<d>_<group>[]; a group widened
+  // late: its packed word, lq<d>_<group>) of the stride
   // `ahead` strides past the lane's pointers (pci, pa<chunk>), loaded when `live` holds (the
   // stride lies in this warp's piece). The offsets are constants: no index arithmetic per stride.
   void issue(int d, const std::string &live, int ahead) {
     const std::string D = S(d);
     auto s = e.scope("if (" + live + ")");
     e.line("ci" + D + " = __ldg(pci" + (ahead ? " + " + S(ahead) + " * KS" : std::string()) + ");");
-    lhs_wide("ls" + D + "_", ahead);
+    lhs_wide(D, ahead);
   }
 
   // A stride's schedule word (row-block | 1 << 30 first | 1 << 31 last): lane i's column index
@@ -105,21 +106,28 @@ class SpmmDecode : public KernelGen {
     if (p.nibble_prescale) return call("mc_widen4to8_hi", {Expr(x)}).str();
     return call("mc_widen4to8", {Expr(x), c.is_signed ? "true" : "false"}).str();
   }
-  // The late widening of ring slot D's packed groups, before its mmas.
+  // The late widening of ring slot D's packed groups, before its mmas: the mma words
+  // ls<D>_<g>[] are the slot's temporaries, the ring register is the packed word lq<D>_<g>.
+  // (One array for both, packed word in [0], made ptxas copy each refill's destination register
+  // into another right after the load in the K-panel kernel: every stride waited for its own
+  // load there, 1.9x the 8-bit kernel's time at 4096x4096 s=0.5 N=512.)
   void widen_slot(const std::string &D) {
     for (size_t g = 0; g < p.groups.size(); ++g) {
       if (!widen_late(g)) continue;
-      const std::string G = "ls" + D + "_" + S(g);
+      const std::string G = "ls" + D + "_" + S(g), Q = "lq" + D + "_" + S(g);
       const Chunk &c = p.lhs[p.groups[g].lhs_chunks[0]];
-      auto s = e.scope();
-      e.decl("const u32", "q", Expr(G + "[0]"), "the packed word loaded DEPTH strides ago");
-      e.line(G + "[0] = " + widen(c, "q") + ", " + G + "[1] = " + widen(c, "q >> 16") + ";");
+      e.decl_only("u32", G + "[" + S(lhs_regs()) + "]", "the packed word loaded DEPTH strides ago, widened");
+      e.line(G + "[0] = " + widen(c, Q) + ", " + G + "[1] = " + widen(c, Q + " >> 16") + ";");
     }
   }
+  // The ring's registers of slot D, group g: the mma words, or the packed word of a late group.
+  std::string ring_lhs(const std::string &D, size_t g) const {
+    return widen_late(g) ? "lq" + D + "_" + S(g) : "ls" + D + "_" + S(g) + "[" + S(lhs_regs()) + "]";
+  }
 
-  void lhs_wide(const std::string &name, int ahead) {
+  void lhs_wide(const std::string &D, int ahead) {
     for (size_t g = 0; g < p.groups.size(); ++g) {
-      const std::string G = name + S(g);
+      const std::string G = "ls" + D + "_" + S(g), Q = "lq" + D + "_" + S(g);
       const std::vector<int> &chunks = p.groups[g].lhs_chunks;
       const bool late = widen_late(g);
       auto load = [&](int li) {
@@ -134,8 +142,8 @@ class SpmmDecode : public KernelGen {
         }
         const Expr w("__ldg((const u32 *)(" + at + "))");
         if (late) {
-          e.line(G + "[0] = " + w.str() + ";",
-                 "lhs chunk " + c.str() + ", 4-bit, k 4t..4t+3 and 16+4t..: widened when consumed");
+          e.line(Q + " = " + w.str() + ";",
+                 "lhs chunk " + c.str() + ", 4-bit, packed: widened when the stride is consumed");
           return;
         }
         e.decl("const u32", "q", w, "lhs chunk " + c.str() + ", 4-bit: k 4t..4t+3 and 16+4t..16+4t+3");
@@ -146,7 +154,7 @@ class SpmmDecode : public KernelGen {
         load(chunks[0]);
         continue;
       }
-      e.line(G + "[0] = " + G + "[1] = 0u;", "lanes of no chunk's slot: zeros");
+      e.line(late ? Q + " = 0u;" : G + "[0] = " + G + "[1] = 0u;", "lanes of no chunk's slot: zeros");
       for (size_t sl = 0; sl < chunks.size(); ++sl) {
         auto s = e.scope("if (gid / V == " + S(long(sl)) + ")", "slot " + S(long(sl)) + " of group " + S(long(g)));
         load(chunks[sl]);
@@ -213,7 +221,7 @@ class SpmmDecode : public KernelGen {
     for (int d = 0; d < depth; ++d) {
       const std::string D = S(d);
       e.decl_only("int", "ci" + D + " = 0");
-      for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", "ls" + D + "_" + S(g) + "[" + S(lhs_regs()) + "]");
+      for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", ring_lhs(D, g));
       issue(d, d ? "cw + " + D + " < cw1" : std::string("cw < cw1"), d);
     }
     {
