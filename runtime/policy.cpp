@@ -238,6 +238,13 @@ constexpr double kDecodeLaunchUs = 6.35, kDecodeBytesPerUs = 2.13e6, kDecodeSlic
 // and 14336x4096 at s 0.5-0.9, N=16: 8.0-21.6 us, 2026-11-25 19:35 UTC), still faster than
 // int8 A (12.0 against 13.7 us at 4096x4096 s=0.5; 21.6 against 26.5 at 14336x4096).
 constexpr double kDecodeNibbleElemsPerUs = 2.2e6;
+// In several column slices each slice's blocks widen all of A again, whether A comes from L2 or
+// HBM: at 2 and 4 slices of 16 columns the L4-R8 decode kernel ran (t - fixed part) = 1.24-1.48x
+// and 2.1-2.6x one slice's widening time (H100, 2026-11-26 15:10 UTC, generator 29, N = 32 / 64 on
+// the six llm shapes), where the re-read model (A from L2) had put it at 1.3x / 1.9x: 4096x11008
+// N=64 s=0.5 ran 33.9 us against 27.5 estimated, and went sparse at 0.85x dense. Fit over those
+// rows: slices x elements at 3.5 G a us (within 8 % of each; one slice stays at the rate above).
+constexpr double kDecodeNibbleSliceElemsPerUs = 3.5e6;
 constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // The decode kernel past N = 64 (slices of 48 columns, 8-bit B, the wave-balanced grid:
 // runtime/kernel.h): s8 x s8 at s=0.9 (12.8 strides a row-block) 134-163 TOPS, at s=0.7
@@ -354,8 +361,9 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
                             kFloatEpilogueUsPerElem * std::min(1.0, kFloatEpilogueShortRb / std::max(1.0, sig.mean)));
   const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   if (decode && nibble_a)
-    e.sparse_us = std::max(e.sparse_us, launch + reads * vectors * v * (1 + 0.2 * (tiles - 1)) /
-                                                     (kDecodeNibbleElemsPerUs * scale));
+    e.sparse_us = std::max(e.sparse_us, launch + vectors * v * (1 + 0.2 * (tiles - 1)) / scale *
+                                                     std::max(reads / kDecodeNibbleElemsPerUs,
+                                                              slices / kDecodeNibbleSliceElemsPerUs));
   return e;
 }
 
