@@ -34,6 +34,8 @@ def main():
             key = (int(r["m"]), int(r["k"]), int(r["n"]))
             if r["contender"] == "cublaslt-s8s32":
                 dense[key] = float(r["ms"])
+            elif r["v"] != args.v:  # a grid of several V: this V's problems only
+                continue
             elif r["contender"] == "magicube-jit-sparse":
                 sparse[key + (r["sparsity"],)] = float(r["ms"])
             elif r["contender"] == "magicube-jit" and r["config"].startswith("dense route:"):

@@ -233,6 +233,13 @@ constexpr double kSparseLaunchUs = 5.0, kOtherBytesPerUs = 0.45e6, kResidentByte
 // the decode problems 2-4 % faster (2026-11-26 03:46 UTC): the estimate had run 4 % slow at
 // N <= 64 (median), so 6.6 us and 2.05 TB/s became 6.35 and 2.13.
 constexpr double kDecodeLaunchUs = 6.35, kDecodeBytesPerUs = 2.13e6, kDecodeSliceUsPerByte = 12.3e-6;
+// Narrower vectors stream slower: a stride of V=4 moves 192 bytes and of V=2 128 against V=8's
+// 320, for the same per-stride work. On the H100 (2026-11-26 14:55 UTC, 4096x4096 N = 1-64, s
+// 0.5-0.9, generator 28) the part past the fixed cost ran 1.15-1.26x (V=4) and 1.39-1.48x (V=2)
+// the V=8 rate's estimate; with it the model sent 4096x4096 V=2 N=32 s=0.7 sparse (est. 14.0
+// us) that ran 15.5 against dense's 14.6-15.4. The share of kDecodeBytesPerUs per V (V=1, not
+// measured, takes V=2's).
+constexpr double kDecodeStreamShare[4] = {0.7, 0.7, 0.83, 1.0};  // V = 1, 2, 4, 8
 // With 4-bit A planes (widened to int8 in registers when a stride is consumed) the decode
 // kernel is bound by the widening past about 2.2 G elements of A a us (L4-R8 V=8, 4096x4096
 // and 14336x4096 at s 0.5-0.9, N=16: 8.0-21.6 us, 2026-11-25 19:35 UTC), still faster than
@@ -344,8 +351,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   }
   const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
   const bool resident = plan.launch.family == KernelFamily::SpmmResident;
-  const double stream = decode ? kDecodeBytesPerUs : resident ? kResidentBytesPerUs : kOtherBytesPerUs;
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
+  const double stream = decode ? kDecodeBytesPerUs * kDecodeStreamShare[vi] : resident ? kResidentBytesPerUs : kOtherBytesPerUs;
   const bool wide_decode = decode && n > 64;  // the decode kernel in slices (kDecodeTops)
   e.margin = wide_decode ? kSparseMarginWideN : kSparseMargin;
   // The decode kernel's op rate at any N (at N = 32-64 the other kernels' rate, kSparseTops,

@@ -393,15 +393,15 @@ TEST(DenseRoute, ModelsWideNDecodeTimesAndPicksTheFasterRoute) {
   }
 }
 
-// A whole V=8 llm grid of an H100 run (bench/results/.../results.csv: the sparse kernel's and
-// the dense route's times for each of its 198 problems), replayed through the model (as
+// A whole llm grid of an H100 run (bench/results/.../results.csv: the sparse kernel's and the
+// dense route's times for each of its problems of one V), replayed through the model (as
 // bench/route_replay.py does through `magicube plan`): no problem goes sparse that dense ran
 // faster (by more than 2 %), and none goes dense that the sparse kernel won by 10 % or more,
 // among the problems whose plan is still the one the grid timed. The dense time is our dense
 // route's where the grid ran it for that M, K, N (at any sparsity: the GEMM is the same; the
 // median), else the bench's cuBLASLt contender's (the best of every storage: our row-major C
 // runs up to 5 % slower at some shapes). Returns how many problems were replayed.
-int replay_grid_without_a_loss(const std::string &path, const char *lhs) {
+int replay_grid_without_a_loss(const std::string &path, const char *lhs, int v, size_t problems) {
   const std::string csv = magicube::testing::read_file(std::string(MAGICUBE_SOURCE_DIR) + "/" + path);
   EXPECT_FALSE(csv.empty()) << path;
   struct Key {
@@ -426,6 +426,7 @@ int replay_grid_without_a_loss(const std::string &path, const char *lhs) {
     const Key mkn{key.m, key.k, key.n, ""};
     const double ms = std::stod(f[col.at("ms")]);
     if (f[col.at("contender")] == "cublaslt-s8s32") dense[mkn] = ms;
+    if (f[col.at("v")] != std::to_string(v)) continue;  // a grid of several V: this V's problems only
     if (f[col.at("contender")] == "magicube-jit" && f[col.at("config")].rfind("dense route:", 0) == 0) route[mkn].push_back(ms);
     if (f[col.at("contender")] == "magicube-jit-sparse") {
       sparse[key] = ms;
@@ -433,7 +434,7 @@ int replay_grid_without_a_loss(const std::string &path, const char *lhs) {
       measured[key] = config.substr(0, config.find(' '));
     }
   }
-  EXPECT_EQ(sparse.size(), 198u) << path;
+  EXPECT_EQ(sparse.size(), problems) << path << " V=" << v;
   std::map<std::string, VectorSparse> patterns;  // one synthetic A per (M, K, sparsity)
   int lost = 0, missed = 0, replayed = 0;
   for (const auto &[key, sp] : sparse) {
@@ -447,16 +448,16 @@ int replay_grid_without_a_loss(const std::string &path, const char *lhs) {
     const std::string pk = fmt::format("{}x{} {}", key.m, key.k, key.s);
     if (!patterns.count(pk)) {
       std::mt19937_64 rng(7);
-      patterns.emplace(pk, synthetic_sparse(rng, key.m, key.k, std::stod(key.s), 8, ElemType{8, true}));  // the structure
+      patterns.emplace(pk, synthetic_sparse(rng, key.m, key.k, std::stod(key.s), v, ElemType{8, true}));  // the structure
     }
     const MatrixSignature sig = spmm_signature(patterns.at(pk), key.n);
-    Dispatched disp = llvm::cantFail(dispatch(spmm(lhs, "s8", 8), &sig, kH100));
+    Dispatched disp = llvm::cantFail(dispatch(spmm(lhs, "s8", v), &sig, kH100));
     if (to_string(disp.plan.spec) != measured.at(key)) continue;  // a kernel the grid did not time
     ++replayed;
     const RouteEstimate e = estimate_routes(disp.plan, sig, kH100);
     const Route r = route_by_model(e);
-    const std::string what = fmt::format("{} x s8 {} N={}: sparse {:.1f} us, dense {:.1f} us measured; model {}", lhs,
-                                         pk, key.n, sp * 1e3, d * 1e3, e.str());
+    const std::string what = fmt::format("{} x s8 V={} {} N={}: sparse {:.1f} us, dense {:.1f} us measured; model {}",
+                                         lhs, v, pk, key.n, sp * 1e3, d * 1e3, e.str());
     // Dense won by more than the 2 % two runs of one call differ by.
     if (r == Route::Sparse && d * 1.02 < sp) ++lost, ADD_FAILURE() << "sent sparse, dense won: " << what;
     if (r == Route::Dense && sp * 1.1 <= d) ++missed, ADD_FAILURE() << "sent dense, sparse won by 10 %+: " << what;
@@ -465,13 +466,17 @@ int replay_grid_without_a_loss(const std::string &path, const char *lhs) {
   return replayed;
 }
 
-// The last H100 grids of int8 weights (L8-R8) and int4 weights (L4-R8). Refit the constants on a
-// newer grid and point this at it. Problems whose plan changed since wait for the next grid; the
-// rest must still be most of each.
+// The last H100 grids of int8 weights (L8-R8, V=8 on six shapes, V=4 and 2 on 4096x4096) and
+// int4 weights (L4-R8). Refit the constants on a newer grid and point this at it. Problems whose
+// plan changed since wait for the next grid; the rest must still be most of each.
 TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
-  EXPECT_GE(replay_grid_without_a_loss("bench/results/2026-11-26-h100-session19/run-a/llm-l8r8/results.csv", "s8"), 170);
+  const std::string s19 = "bench/results/2026-11-26-h100-session19/", s20 = "bench/results/2026-11-26-h100-session20/";
+  EXPECT_GE(replay_grid_without_a_loss(s19 + "run-a/llm-l8r8/results.csv", "s8", 8, 198), 170);
   // Generator 29 (the 4-bit ring's packed register) and the per-slice widening term.
-  EXPECT_GE(replay_grid_without_a_loss("bench/results/2026-11-26-h100-session20/run-d/llm-l4r8/results.csv", "s4"), 190);
+  EXPECT_GE(replay_grid_without_a_loss(s20 + "run-d/llm-l4r8/results.csv", "s4", 8, 198), 190);
+  // The per-V streaming share (V=2 N=32 s=0.7 went sparse at 0.94x dense without it).
+  EXPECT_GE(replay_grid_without_a_loss(s20 + "run-a/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
+  EXPECT_GE(replay_grid_without_a_loss(s20 + "run-a/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
 }
 
 // int4 weights (L4-R8): the decode kernel widens 4-bit A in registers as it consumes a stride
