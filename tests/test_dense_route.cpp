@@ -401,7 +401,8 @@ TEST(DenseRoute, ModelsWideNDecodeTimesAndPicksTheFasterRoute) {
 // route's where the grid ran it for that M, K, N (at any sparsity: the GEMM is the same; the
 // median), else the bench's cuBLASLt contender's (the best of every storage: our row-major C
 // runs up to 5 % slower at some shapes). Returns how many problems were replayed.
-int replay_grid_without_a_loss(const std::string &path, const char *lhs, int v, size_t problems) {
+int replay_grid_without_a_loss(const std::string &path, const char *lhs, int v, size_t problems,
+                                const char *rhs = "s8") {
   const std::string csv = magicube::testing::read_file(std::string(MAGICUBE_SOURCE_DIR) + "/" + path);
   EXPECT_FALSE(csv.empty()) << path;
   struct Key {
@@ -451,13 +452,13 @@ int replay_grid_without_a_loss(const std::string &path, const char *lhs, int v, 
       patterns.emplace(pk, synthetic_sparse(rng, key.m, key.k, std::stod(key.s), v, ElemType{8, true}));  // the structure
     }
     const MatrixSignature sig = spmm_signature(patterns.at(pk), key.n);
-    Dispatched disp = llvm::cantFail(dispatch(spmm(lhs, "s8", v), &sig, kH100));
+    Dispatched disp = llvm::cantFail(dispatch(spmm(lhs, rhs, v), &sig, kH100));
     if (to_string(disp.plan.spec) != measured.at(key)) continue;  // a kernel the grid did not time
     ++replayed;
     const RouteEstimate e = estimate_routes(disp.plan, sig, kH100);
     const Route r = route_by_model(e);
-    const std::string what = fmt::format("{} x s8 V={} {} N={}: sparse {:.1f} us, dense {:.1f} us measured; model {}",
-                                         lhs, v, pk, key.n, sp * 1e3, d * 1e3, e.str());
+    const std::string what = fmt::format("{} x {} V={} {} N={}: sparse {:.1f} us, dense {:.1f} us measured; model {}",
+                                         lhs, rhs, v, pk, key.n, sp * 1e3, d * 1e3, e.str());
     // Dense won by more than the 2 % two runs of one call differ by.
     if (r == Route::Sparse && d * 1.02 < sp) ++lost, ADD_FAILURE() << "sent sparse, dense won: " << what;
     if (r == Route::Dense && sp * 1.1 <= d) ++missed, ADD_FAILURE() << "sent dense, sparse won by 10 %+: " << what;
@@ -466,14 +467,16 @@ int replay_grid_without_a_loss(const std::string &path, const char *lhs, int v, 
   return replayed;
 }
 
-// The last H100 grids of int8 weights (L8-R8, V=8 on six shapes, V=4 and 2 on 4096x4096) and
-// int4 weights (L4-R8). Refit the constants on a newer grid and point this at it. Problems whose
+// The last H100 grids of int8 weights (L8-R8, V=8 on six shapes, V=4 and 2 on 4096x4096), int4
+// weights (L4-R8) and int4 x int4 (L4-R4). Refit the constants on a newer grid and point this at it. Problems whose
 // plan changed since wait for the next grid; the rest must still be most of each.
 TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
   const std::string s19 = "bench/results/2026-11-26-h100-session19/", s20 = "bench/results/2026-11-26-h100-session20/";
   EXPECT_GE(replay_grid_without_a_loss(s19 + "run-a/llm-l8r8/results.csv", "s8", 8, 198), 170);
   // Generator 29 (the 4-bit ring's packed register) and the per-slice widening term.
   EXPECT_GE(replay_grid_without_a_loss(s20 + "run-d/llm-l4r8/results.csv", "s4", 8, 198), 190);
+  // 4-bit B: a stride's widened B costs 1.55 strides (14336x4096 N=128 s=0.5 went sparse at 0.64x).
+  EXPECT_GE(replay_grid_without_a_loss(s20 + "run-e/llm-l4r4/results.csv", "s4", 8, 198, "s4"), 190);
   // The per-V streaming share (V=2 N=32 s=0.7 went sparse at 0.94x dense without it).
   EXPECT_GE(replay_grid_without_a_loss(s20 + "run-a/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
   EXPECT_GE(replay_grid_without_a_loss(s20 + "run-a/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
