@@ -367,7 +367,11 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   // The decode kernel's op rate at any N (at N = 32-64 the other kernels' rate, kSparseTops,
   // had put its compute bound 25 % above the measured time: 17.7 us against 14.1 at 4096x4096
   // s=0.5 N=64, 2026-11-26 03:46 UTC, and four problems went dense that it won by 3-5 %).
-  const double stride_cost = decode && spec.rhs.bits <= 4 ? kDecodeNibbleBStrideCost : 1.0;
+  auto nibbles = [](const std::vector<Chunk> &planes) {  // a 4-bit plane, widened in registers
+    return std::any_of(planes.begin(), planes.end(), [](const Chunk &c) { return c.storage_bits == 4; });
+  };
+  const bool nibble_a = nibbles(plan.lhs), nibble_b = nibbles(plan.rhs);
+  const double stride_cost = decode && nibble_b ? kDecodeNibbleBStrideCost : 1.0;
   const double tops = decode ? kDecodeTops[vi] / (stride_cost + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                              : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
@@ -376,8 +380,7 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
     e.sparse_us += m * n / scale *
                    std::max(kFloatEpilogueFloorUsPerElem,
                             kFloatEpilogueUsPerElem * std::min(1.0, kFloatEpilogueShortRb / std::max(1.0, sig.mean)));
-  const bool nibble_a = std::any_of(plan.lhs.begin(), plan.lhs.end(), [](const Chunk &c) { return c.storage_bits == 4; });
-  const double tile_cost = kDecodeNibbleTileCost[spec.rhs.bits <= 4 ? 1 : 0];  // each 16 columns past the first
+  const double tile_cost = kDecodeNibbleTileCost[nibble_b ? 1 : 0];  // each 16 columns past the first
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + vectors * v * (1 + tile_cost * (tiles - 1)) / scale *
                                                      std::max(reads / kDecodeNibbleElemsPerUs,
