@@ -114,20 +114,23 @@ class SpmmDecode : public KernelGen {
   void widen_slot(const std::string &D) {
     for (size_t g = 0; g < p.groups.size(); ++g) {
       if (!widen_late(g)) continue;
-      const std::string G = "ls" + D + "_" + S(g), Q = "lq" + D + "_" + S(g);
+      const std::string G = mma_words(D, g), Q = packed_word(D, g);
       const Chunk &c = p.lhs[p.groups[g].lhs_chunks[0]];
       e.decl_only("u32", G + "[" + S(lhs_regs()) + "]", "the packed word loaded DEPTH strides ago, widened");
       e.line(G + "[0] = " + widen(c, Q) + ", " + G + "[1] = " + widen(c, Q + " >> 16") + ";");
     }
   }
+  // Slot D's names for group g: its mma words (ls<D>_<g>[]) and a late group's packed word (lq<D>_<g>).
+  static std::string mma_words(const std::string &D, size_t g) { return "ls" + D + "_" + S(g); }
+  static std::string packed_word(const std::string &D, size_t g) { return "lq" + D + "_" + S(g); }
   // The ring's registers of slot D, group g: the mma words, or the packed word of a late group.
   std::string ring_lhs(const std::string &D, size_t g) const {
-    return widen_late(g) ? "lq" + D + "_" + S(g) : "ls" + D + "_" + S(g) + "[" + S(lhs_regs()) + "]";
+    return widen_late(g) ? packed_word(D, g) : mma_words(D, g) + "[" + S(lhs_regs()) + "]";
   }
 
   void lhs_wide(const std::string &D, int ahead) {
     for (size_t g = 0; g < p.groups.size(); ++g) {
-      const std::string G = "ls" + D + "_" + S(g), Q = "lq" + D + "_" + S(g);
+      const std::string G = mma_words(D, g), Q = packed_word(D, g);
       const std::vector<int> &chunks = p.groups[g].lhs_chunks;
       const bool late = widen_late(g);
       auto load = [&](int li) {
