@@ -35,8 +35,8 @@ inline constexpr const char *kCusparseLtS8 = "cusparselt-s8-2:4";  // cuSPARSELt
 // (B K x N row-major, C M x N row-major; A either way: the dense copy is the library's): the
 // best of the same timed configurations as kCublasLtS8, not a run of its own.
 inline constexpr const char *kCublasLtS8ApiStorage = "cublaslt-s8s32-api-storage";
-// The same restricted to our output's layout, C M x N row-major (A and B in any storage: our
-// dense route stores A and B K-contiguous itself).
+// The same restricted to a row-major C, M x N (A and B in any storage: our dense route stores
+// A and B K-contiguous itself).
 inline constexpr const char *kCublasLtS8RowC = "cublaslt-s8s32-row-c";
 // The llm section's paired timing of one problem: ours (the dispatch's route) and the
 // kCublasLtS8 contender's winning configuration run again, alternately in one timing loop
@@ -139,7 +139,7 @@ llvm::Expected<std::vector<std::pair<int64_t, int64_t>>> parse_llm_shapes(llvm::
 // Whether a cuBLASLt configuration of the dense contender ("cuBLASLt A row, B row, C row (NN,
 // ...), heuristic 2/8 (...)") has our API's storage: B K x N row-major and C M x N row-major.
 bool has_api_storage(const std::string &dense_config);
-// Whether it writes our output's layout, C M x N row-major (A and B in any storage).
+// Whether it writes a row-major C, M x N (A and B in any storage).
 bool has_row_major_c(const std::string &dense_config);
 // The fastest of `timed` (configuration, ms) whose configuration passes `keep`; nullopt when
 // none ran.

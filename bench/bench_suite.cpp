@@ -354,8 +354,11 @@ class Suite {
   void add(ResultRow r) { out_.rows.push_back(std::move(r)); }
 
   // Our spec for a problem: no knob pinned, int32 output where it is exact for the
-  // reduction, else int64.
+  // reduction, else int64; C column-major (+ccol) while llm_c_col_ is set.
   OpSpec ours_spec(OpKind op, const Precision &p, int v, int64_t reduction) const;
+  // The llm problem being run writes C column-major: the dense contender's winning
+  // configuration for its (M, K, N) does, and ours is compared in the same output layout.
+  bool llm_c_col_ = false;
   // The dispatch's plan (runtime/dispatch.h) for the problem with signature `sig` (null: no
   // matrix, the policy's defaults); `how`, when given, gets " [chosen by: ...]".
   llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
@@ -479,6 +482,7 @@ OpSpec Suite::ours_spec(OpKind op, const Precision &p, int v, int64_t reduction)
   s.arch = arch_;
   s.pinned = 0;
   s.out = max_exact_k(p.lhs, p.rhs) >= reduction ? OutType::Int32 : OutType::Int64;
+  s.c_col = op == OpKind::SpMM && llm_c_col_;
   return s;
 }
 
@@ -850,7 +854,7 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
       record_measurement(r, std::move(got), n);
     });
     if (!lt_s8) continue;
-    // The same configurations restricted to our API's storage and to our output's layout: no
+    // The same configurations restricted to our API's storage and to a row-major C: no
     // run of their own, so that the comparisons see the same medians.
     for (const RestrictedDense &rd : restricted_dense_contenders()) {
       ResultRow restricted = row;
@@ -926,6 +930,13 @@ Suite::SparseRun Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, 
 
 void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
                      const std::shared_ptr<SpmmLhsCache> &lhs) {
+  // Ours writes C in the layout of the dense contender's winner (a linear layer's token-major
+  // Y where that is column-major), so that both sides compute the same output.
+  auto w = dense_winners_.find({pb.m, pb.k, pb.n});
+  struct Layout {
+    bool &flag;
+    ~Layout() { flag = false; }
+  } layout{llm_c_col_ = w != dense_winners_.end() && !has_row_major_c(w->second.config)};
   auto t0 = Clock::now();
   SparseRun sparse_run = llm_sparse(pb, a, b, lhs);
   std::unique_ptr<Pipeline> &sparse_pipe = sparse_run.pipe;

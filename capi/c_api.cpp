@@ -471,7 +471,9 @@ SpmmLayout spmm_layout(const magicube_op &op, const magicube_packed_header &h, c
   l.g = capi::spmm_rhs_geometry(p, k, n, b.layout == MAGICUBE_COL_MAJOR);
   if (!l.b_in_place)
     for (size_t j = 0; j < l.g.chunks.size(); ++j) l.plane_off.push_back(l.ws.take(l.g.plane_bytes(j)));
-  l.c_transpose = c.layout == MAGICUBE_COL_MAJOR && n > 1 && h.rows > 1;
+  // The kernel writes C in its spec's order (+ccol: column-major); the other order goes through
+  // the workspace and a transpose.
+  l.c_transpose = (c.layout == MAGICUBE_COL_MAJOR) != p.spec.c_col && n > 1 && h.rows > 1;
   if (l.c_transpose) l.c_off = l.ws.take(h.rows * n * int64_t(magicube::stored_bytes(p.spec.out)));
   return l;
 }
@@ -615,9 +617,9 @@ void spmm_run(const magicube_op &op, const magicube_packed_header &h, const void
   }
   const CUdeviceptr target = l.c_transpose ? ws + CUdeviceptr(l.c_off) : dptr(c.data);
   op.spmm->run(dl, dr, target, stream, de ? &*de : nullptr);
-  if (l.c_transpose)
-    check(capi::transpose_on_device(ctx, int(magicube::stored_bytes(p.spec.out)), target, dptr(c.data), h.rows, n,
-                                    stream),
+  if (l.c_transpose)  // target is the kernel's order (+ccol: n x M), c the other
+    check(capi::transpose_on_device(ctx, int(magicube::stored_bytes(p.spec.out)), target, dptr(c.data),
+                                    p.spec.c_col ? n : h.rows, p.spec.c_col ? h.rows : n, stream),
           Kind::Cuda);
 }
 

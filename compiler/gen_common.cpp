@@ -407,6 +407,38 @@ void KernelGen::epilogue() {
     }
     // 3. the V rows
     const Expr M("M"), N("N");
+    if (int8m && !is_float(p.spec.out) && p.spec.c_col) {
+      // Column-major C: registers 2j and 2j + 1 hold rows vidx, vidx + 1 of column col + j,
+      // adjacent in memory: one 8- or 16-byte store (four lanes write a V=8 column's 32 bytes).
+      const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
+      const Expr vidx = let("const int", "vidx", tig * 2);
+      const Expr row = let("const int", "row", blk * V + vidx);
+      const Expr col0 = let("const int", "col0",
+                            nib ? n_base + nw + (32 * (t / 2) + 2 * (t % 2)) + 4 * gid : n_base + nw + 16 * t + 2 * gid);
+      const Expr pair = land(lt(vidx + 1, V), lt(row + 1, M));
+      e.line("#pragma unroll");
+      auto loop = e.scope("for (int j = 0; j < 2; ++j)", "column col0 + j: registers 2j (row) and 2j + 1 (row + 1)");
+      e.declare("j");
+      const Expr j = Expr::var("j", 0, 1);
+      auto guard = e.scope("if (" + land(land(lt(vidx, V), lt(row, M)), lt(col0 + j, N)).str() + ")");
+      e.decl(E + " *", "o", Expr("c") + cast("long long", col0 + j) * M + row);
+      if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
+        const std::string U = i64 ? "unsigned long long" : "unsigned";
+        e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
+        e.line("atomicAdd((" + U + " *)o, (" + U + ")tot[2 * j]);");
+        e.line("if (" + pair.str() + ") atomicAdd((" + U + " *)o + 1, (" + U + ")tot[2 * j + 1]);");
+        e.line("continue;");
+        e.close();
+      }
+      const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
+      e.open("if (" + land(pair, aligned).str() + ")");
+      e.line("*(" + T2 + " *)o = make_" + T2 + "((" + E + ")tot[2 * j], (" + E + ")tot[2 * j + 1]);");
+      e.close_open("else");
+      e.line("o[0] = (" + E + ")tot[2 * j];");
+      e.line("if (" + pair.str() + ") o[1] = (" + E + ")tot[2 * j + 1];");
+      e.close();
+      continue;
+    }
     if (int8m && !is_float(p.spec.out)) {
       // Registers i and i + 2 hold one row's two adjacent columns: one 8- or 16-byte store.
       const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
@@ -459,7 +491,8 @@ void KernelGen::epilogue() {
       } else {
         const Expr row = let("const int", "row", blk * V + vidx);
         const Expr cond = land(land(lt(vidx, V), lt(row, M)), lt(col, N));
-        e.guarded(cond, at("c", cast("long long", row) * N + col).str() + " = " + store_value("tot[i]", row, col).str() + ";");
+        const Expr at_c = p.spec.c_col ? cast("long long", col) * M + row : cast("long long", row) * N + col;
+        e.guarded(cond, at("c", at_c).str() + " = " + store_value("tot[i]", row, col).str() + ";");
       }
     });
   }

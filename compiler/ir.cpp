@@ -133,6 +133,8 @@ llvm::Error validate(const OpSpec &s) {
                "; allowed: f32, f16, bf16)");
   if (s.op == OpKind::SDDMM && s.bias != Bias::None)
     return err("bias: SDDMM takes no bias (allowed: none)");
+  if (s.op == OpKind::SDDMM && s.c_col)
+    return err("out: +ccol (a column-major C) is an SpMM option; SDDMM writes the mask's vectors (allowed: none)");
   if (s.arch != 80 && s.arch != 86 && s.arch != 89 && s.arch != 90)
     return err("arch: sm_" + llvm::Twine(s.arch) + " is not supported (allowed: sm_80, sm_86, sm_89, sm_90)");
   return llvm::Error::success();
@@ -146,7 +148,8 @@ std::string to_string(const OpSpec &s) {
   if (s.pinned & kPinPrefetch)
     t += s.prefetch ? ".pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string(".nopf");
   return t + "." + out_name(s.out) + (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
-         (s.bias == Bias::Row ? "+rowbias" : s.bias == Bias::Col ? "+colbias" : "") + "." + arch_name(s.arch);
+         (s.bias == Bias::Row ? "+rowbias" : s.bias == Bias::Col ? "+colbias" : "") + (s.c_col ? "+ccol" : "") + "." +
+         arch_name(s.arch);
 }
 
 llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
@@ -219,7 +222,8 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
     else if (outf[i] == "rc") s.scale = Scale::RowCol;
     else if (outf[i] == "rowbias") s.bias = Bias::Row;
     else if (outf[i] == "colbias") s.bias = Bias::Col;
-    else return err("out: unknown epilogue option " + quoted("+" + outf[i].str()) + " (allowed: +t, +rc, +rowbias, +colbias)");
+    else if (outf[i] == "ccol") s.c_col = true;
+    else return err("out: unknown epilogue option " + quoted("+" + outf[i].str()) + " (allowed: +t, +rc, +rowbias, +colbias, +ccol)");
   }
   auto arch = parse_arch(f[6]);
   if (!arch) return arch.takeError();
@@ -232,7 +236,7 @@ llvm::json::Value to_json(const OpSpec &s) {
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
                             {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode}, {"panel", s.panel},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
-                            {"bias", bias_name(s.bias)}, {"arch", arch_name(s.arch)}, {"pinned", int(s.pinned)}};
+                            {"bias", bias_name(s.bias)}, {"c_col", s.c_col}, {"arch", arch_name(s.arch)}, {"pinned", int(s.pinned)}};
 }
 
 llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
@@ -278,6 +282,7 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
     if (*pn < 0 || *pn > 32704) return need("panel");
     s.panel = int(*pn);
   }
+  if (auto cc = o->getBoolean("c_col")) s.c_col = *cc;
   if (auto pn = o->getInteger("pinned")) {
     if (*pn < 0 || *pn > kPinAll) return need("pinned");
     s.pinned = uint8_t(*pn);

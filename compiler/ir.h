@@ -56,6 +56,8 @@ struct OpSpec {
   int arch = 90;           // compute capability: 80, 86, 89 or 90
   Scale scale = Scale::None;  // float outputs only
   Bias bias = Bias::None;     // float SpMM outputs only
+  bool c_col = false;         // SpMM: C written column-major (element (r, c) at c * M + r: the
+                              // token-major Y = X W^T of a linear layer); text: out option +ccol
   int stages = 0;             // SpMM's cp.async ring depth with prefetch on: 2, 3 or 4; 0 = the
                               // deepest that fits 48 KiB of shared memory (text: pf2, pf3, pf4)
   int split = 1;              // SpMM: warp groups that share a row-block's strides, 1 or 2, each

@@ -290,6 +290,7 @@ bool ptx_emission_enabled() {
 }
 
 bool ptx_emittable(const Plan &p, const Launch &l) {
+  if (p.spec.c_col) return false;  // the PTX generators write a row-major C only
   if (l.family == KernelFamily::SpmmRing) {
     if (l.warp_groups != 1 || l.ring_depth < 2) return false;
   } else if (l.family == KernelFamily::SddmmFast) {

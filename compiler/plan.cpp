@@ -36,6 +36,7 @@ std::string Plan::kernel_name() const {
                      (spec.prefetch ? "_pf" : "_nopf") +
                      (spec.stages ? std::to_string(spec.stages) : std::string());
   if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
+  if (spec.c_col) name += "_ccol";
   name += "_sm" + std::to_string(spec.arch);
   // The default variant (int8, m16n8k32, dense dimension on M) carries no suffix.
   bool dflt = native_bits == 8 && shape == MmaShape{16, 8, 32} && orient == Orientation::DenseOnM;
@@ -99,6 +100,7 @@ std::string Plan::str() const {
         << (spec.bias == Bias::Row ? " + bias[r]" : spec.bias == Bias::Col ? " + bias[c]" : "")
         << ", rounded to nearest even";
   }
+  if (spec.c_col) o << "; C column-major (element (r, c) at c * M + r)";
   if (nibble_prescale)
     o << "\n  nibbles   4-bit planes widened as value << " << nibble_prescale
       << " (one mask per register); scaled accumulators shifted back in the epilogue";
@@ -113,9 +115,9 @@ uint64_t fingerprint(const Plan &p) {
   // no strings and no heap (lists are length-prefixed, so no two plans give one array).
   llvm::SmallVector<int64_t, 192> f;
   const OpSpec &s = p.spec;
-  static_assert(sizeof(OpSpec) == 68, "an OpSpec field was added or changed: hash it here");
+  static_assert(sizeof(OpSpec) == 72, "an OpSpec field was added or changed: hash it here");
   f.append({int64_t(s.op), s.lhs.bits, s.lhs.is_signed, s.rhs.bits, s.rhs.is_signed, s.v, s.bsn, s.prefetch,
-            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.panel, s.pinned});
+            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.panel, s.pinned, s.c_col});
   f.append({p.native_bits, p.shape.m, p.shape.n, p.shape.k, int64_t(p.orient)});
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     f.push_back(int64_t(cs->size()));

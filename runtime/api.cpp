@@ -526,7 +526,7 @@ void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream s
       }
       ws = state_->own_workspace.ptr();
     }
-    return run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, ws, need, stream, epilogue);
+    return run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, spec().c_col, ws, need, stream, epilogue);
   }
   if (a.dense.bytes() > 0) wrong_route(spec(), Route::Dense, Route::Sparse, "lhs A");
   if (b.dense_t.bytes() > 0) wrong_route(spec(), Route::Dense, Route::Sparse, "rhs B");
@@ -539,7 +539,7 @@ void Spmm::run(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream s
   if (state_->route != Route::Dense) return run(a, b, c, stream, static_cast<const DeviceEpilogue *>(nullptr));
   check_dense_operands(*this, a, b);
   if (a.rows == 0 || b.n == 0) return;
-  run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, false, workspace, workspace_bytes, stream, nullptr);
+  run_dense(a.dense.ptr(), b.dense_t.ptr(), c, a.rows, a.cols, b.n, spec().c_col, workspace, workspace_bytes, stream, nullptr);
 }
 
 void Spmm::run_dense(CUdeviceptr a_dense, CUdeviceptr bt, CUdeviceptr c, int64_t m, int64_t k, int64_t n,

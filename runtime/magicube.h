@@ -149,7 +149,8 @@ struct HostLhs {
                               // (dense_lhs_int8; empty on the sparse route)
 };
 
-// One SpMM op: C (M x N, row-major) = A (M x K, V x 1 vector-sparse) x B (K x N, row-major),
+// One SpMM op: C (M x N, row-major; column-major with the spec's +ccol) = A (M x K, V x 1
+// vector-sparse) x B (K x N, row-major),
 // with C int32, int64 or (dequantized) f32, f16 or bf16 as the spec's `out` says.
 class Spmm {
  public:
@@ -255,7 +256,7 @@ class Spmm {
            const EpilogueArgs &epilogue) const;
 
   // Host in, host out, on the device: pack, upload, run, wait, download (on either route).
-  // C (M x N, row-major) as int64: the integer values, or for a float output each element's
+  // C (M x N, in the spec's order) as int64: the integer values, or for a float output each element's
   // bit pattern (f32: 32 bits, f16/bf16: 16 bits, zero-extended; stored_value() reads them).
   std::vector<int64_t> multiply(const VectorSparse &a, const std::vector<int64_t> &b, int64_t n,
                                 const EpilogueArgs &epilogue = {}) const;

@@ -119,7 +119,8 @@ class SpmmPipeline : public Pipeline {
     if (std::string why = dense_reduction_refusal(spec_, a_.max_block_length(), a_.cols); !why.empty())
       return err("route: " + why);
     if (!dense_) {
-      auto g = DenseGemm::create(a_.rows, n_, a_.cols);
+      // A column-major C is C^T row-major: the GEMM of Bt and A with the roles swapped.
+      auto g = spec_.c_col ? DenseGemm::create(n_, a_.rows, a_.cols) : DenseGemm::create(a_.rows, n_, a_.cols);
       if (!g) return g.takeError();
       if (lhs_->dense.bytes() == 0) {
         auto da = DeviceBuffer::from(dense_lhs_int8(a_, spec_));
@@ -137,7 +138,8 @@ class SpmmPipeline : public Pipeline {
         dense_acc_ = std::move(*acc);
         if (auto e = preload_dense_epilogue(ctx, spec_)) return e;
       }
-      if (auto e = (*g)->select(ctx, lhs_->dense.ptr(), db->ptr(), gemm_out(), ws->ptr())) return e;
+      const CUdeviceptr ga = spec_.c_col ? db->ptr() : lhs_->dense.ptr(), gb = spec_.c_col ? lhs_->dense.ptr() : db->ptr();
+      if (auto e = (*g)->select(ctx, ga, gb, gemm_out(), ws->ptr())) return e;
       dense_bt_ = std::move(*db), dense_ws_ = std::move(*ws);
       dense_ = std::move(*g);
       ctx_ = &ctx;
@@ -152,7 +154,7 @@ class SpmmPipeline : public Pipeline {
   llvm::Error launch_dense(CUstream stream) override {
     if (!dense_) return err("dense route: launch_dense before prepare_dense");
     return dense_route_on_device(*ctx_, spec_, *dense_, lhs_->dense.ptr(), dense_bt_.ptr(), out_.ptr(), a_.rows,
-                                 a_.cols, n_, false, dense_ws_.ptr(), dense_acc_.ptr(), dense_epi_, stream);
+                                 a_.cols, n_, spec_.c_col, dense_ws_.ptr(), dense_acc_.ptr(), dense_epi_, stream);
   }
   std::string dense_describe() const override {
     if (!dense_) return "";
@@ -171,7 +173,7 @@ class SpmmPipeline : public Pipeline {
     for (int64_t r = 0; r < a_.v && blk * a_.v + r < a_.rows; ++r)
       for (int64_t j = 0; j < n_; ++j) {
         const int64_t row = blk * a_.v + r;
-        fn(row * n_ + j, ref[size_t(r * n_ + j)], row, j);
+        fn(spec_.c_col ? j * a_.rows + row : row * n_ + j, ref[size_t(r * n_ + j)], row, j);
       }
   }
   int64_t block_offset(int64_t blk) const override { return blk * a_.v * n_; }

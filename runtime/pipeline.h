@@ -53,7 +53,8 @@ struct SpmmLhsCache {
 
 class Pipeline {
  public:
-  // SpMM: C (M x N) = A (V x 1 vector-sparse, its values) x B (K x N row-major). `lhs_cache`:
+  // SpMM: C (M x N; column-major with the spec's +ccol) = A (V x 1 vector-sparse, its values)
+  // x B (K x N row-major). `lhs_cache`:
   // A's device copies shared with other pipelines of the same A (null: this pipeline's own).
   static std::unique_ptr<Pipeline> spmm(const OpSpec &spec, const VectorSparse &a, std::vector<int64_t> b, int64_t n,
                                         std::shared_ptr<SpmmLhsCache> lhs_cache = nullptr);
@@ -65,7 +66,7 @@ class Pipeline {
 
   OpKind op() const { return spec_.op; }
   int64_t output_elements() const { return count_; }
-  // The exact int64 result (SpMM: M x N row-major; SDDMM: vector i's row r at i * V + r),
+  // The exact int64 result (SpMM: M x N row-major whatever C's order; SDDMM: vector i's row r at i * V + r),
   // computed once, on the host's cores.
   const std::vector<int64_t> &reference();
   // Scales and bias of a float output (unit scales and zero bias until set); uploaded by the

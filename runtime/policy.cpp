@@ -396,10 +396,13 @@ RouteChoice route_policy(const Plan &plan, const MatrixSignature &sig, const Dev
   if (std::string why = dense_route_refusal(plan.spec); !why.empty()) return {Route::Sparse, "dense route not offered: " + why};
   if (sig.k % 4 != 0)
     return {Route::Sparse, fmt::format("dense route not offered: K={} is not a multiple of 4 (cuBLASLt's int8 kernels)", sig.k)};
-  if (sig.n > 1 && sig.n % 4 != 0)
-    return {Route::Sparse, fmt::format("dense route not offered: N={} is not 1 or a multiple of 4 (cuBLASLt's int8 "
-                                       "GEMM into an int32 C of N % 4 != 0 columns ran 3x slower on the H100)",
-                                       sig.n)};
+  // The GEMM's int32 result is row-major C (N columns), or C^T (M columns) for a column-major C.
+  const bool c_col = plan.spec.c_col;
+  const int64_t gemm_cols = c_col ? sig.m : sig.n;
+  if (sig.n > 1 && gemm_cols % 4 != 0)  // N=1: C is a vector either way
+    return {Route::Sparse, fmt::format("dense route not offered: {}={} is not a multiple of 4 (cuBLASLt's int8 "
+                                       "GEMM into an int32 {} of {} % 4 != 0 columns ran 3x slower on the H100)",
+                                       c_col ? "M" : "N", gemm_cols, c_col ? "C^T" : "C", c_col ? "M" : "N")};
   const RouteEstimate e = estimate_routes(plan, sig, dev);
   if (route_by_model(e) == Route::Sparse) return {Route::Sparse, "faster here (" + e.str() + ")"};
   if (std::string why = dense_library_unavailable(); !why.empty())

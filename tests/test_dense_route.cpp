@@ -299,9 +299,23 @@ TEST(DenseRoute, OddNarrowNStaysSparse) {
     const MatrixSignature sig = signature(2048, 2048, n, 8, 0.5);
     Dispatched d = llvm::cantFail(dispatch(spmm("s8", "s8", 8), &sig, kH100, -1, nullptr, DenseRoute::Allowed));
     EXPECT_EQ(d.route, Route::Sparse) << n;
-    EXPECT_EQ(d.route_why.rfind("dense route not offered: N=" + std::to_string(n) + " is not 1 or a multiple of 4", 0), 0u)
+    EXPECT_EQ(d.route_why.rfind("dense route not offered: N=" + std::to_string(n) + " is not a multiple of 4", 0), 0u)
         << d.route_why;
   }
+}
+
+TEST(DenseRoute, OddNarrowNWithAColumnMajorCIsOffered) {
+  // A column-major C is the GEMM's C^T, whose rows are M long: N=2 is then no obstacle (the
+  // contender's own "C col" form), but an M that is not a multiple of 4 is.
+  OpSpec s = spmm("s8", "s8", 2);
+  s.c_col = true;
+  const MatrixSignature sig = signature(4096, 4096, 2, 2, 0.5);
+  Dispatched d = llvm::cantFail(dispatch(s, &sig, kH100, -1, nullptr, DenseRoute::Allowed));
+  EXPECT_EQ(d.route_why.find("not offered"), std::string::npos) << d.route_why;
+  const MatrixSignature odd = signature(4094, 4096, 2, 2, 0.5);
+  d = llvm::cantFail(dispatch(s, &odd, kH100, -1, nullptr, DenseRoute::Allowed));
+  EXPECT_EQ(d.route, Route::Sparse);
+  EXPECT_EQ(d.route_why.rfind("dense route not offered: M=4094 is not a multiple of 4", 0), 0u) << d.route_why;
 }
 
 namespace {

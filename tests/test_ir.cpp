@@ -105,6 +105,29 @@ TEST(Ir, ResidentIsPartOfTheTextAndJson) {
 }
 
 // The decode kernel (N <= 64): n<BSn>d, BSn 16..64 in 16-column tiles; decode implies resident B.
+TEST(Ir, ColumnMajorCIsPartOfTheTextJsonAndKernelName) {
+  OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, 90};
+  s.resident = s.decode = true;
+  s.c_col = true;
+  expect_round_trips(s, "spmm.s8xs8.v8.n16d.pf.i32+ccol.sm_90");
+  OpSpec r = s;
+  r.c_col = false;
+  EXPECT_NE(stable_hash(s), stable_hash(r)) << "the C order is part of the spec's hash (and so of cache keys)";
+  s.out = OutType::F16;
+  s.scale = Scale::RowCol;
+  s.bias = Bias::Col;
+  s.decode = s.resident = false;
+  s.bsn = 64;
+  expect_round_trips(s, "spmm.s8xs8.v8.n64.pf.f16+rc+colbias+ccol.sm_90");
+  auto any_order = parse_opspec("spmm.s8xs8.v8.n64.pf.f16+ccol+colbias+rc.sm_90");
+  ASSERT_TRUE(bool(any_order)) << llvm::toString(any_order.takeError());
+  EXPECT_EQ(*any_order, s);
+  auto sd = parse_opspec("sddmm.s8xs8.v8.n64.pf.i32+ccol.sm_90");
+  ASSERT_FALSE(bool(sd));
+  EXPECT_EQ(llvm::toString(sd.takeError()),
+            "out: +ccol (a column-major C) is an SpMM option; SDDMM writes the mask's vectors (allowed: none)");
+}
+
 TEST(Ir, DecodeIsPartOfTheTextAndJson) {
   for (int bsn : {16, 32, 48, 64}) {
     OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, bsn, true, OutType::Int32, 90};

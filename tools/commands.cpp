@@ -96,6 +96,9 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.arch = *arch;
   s.scale = *scale;
   s.bias = *bias;
+  if (f.c_order != "row" && f.c_order != "col")
+    return err("c-order: '" + f.c_order + "' is not allowed (allowed: row, col)");
+  s.c_col = f.c_order == "col";
   s.pinned = f.pinned;
   if (f.candidate_given && f.candidate < 0)
     return err("candidate: --candidate=" + llvm::Twine(f.candidate) + " is out of range (allowed: 0.. the candidate count - 1; see plan --all)");

@@ -23,6 +23,7 @@ struct OpFlags {
   std::string op = "spmm", lhs = "s8", rhs = "s8", out = "int32", arch = "sm_90";
   std::string scale = "none";  // float outputs: none | tensor | rowcol
   std::string bias = "none";   // float SpMM outputs: none | row | col
+  std::string c_order = "row";  // SpMM: C row-major | col (column-major: spec option +ccol)
   int v = 8, bsn = 64;
   bool no_prefetch = false;
   int stages = 0;

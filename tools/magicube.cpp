@@ -83,6 +83,10 @@ cl::opt<std::string> ScaleFlag("scale", cl::desc("float outputs' dequantization 
                                cl::init("none"), cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> BiasFlag("bias", cl::desc("float SpMM outputs' bias: none | row | col"), cl::init("none"),
                               cl::cat(OpCat), OP_SUBS);
+cl::opt<std::string> COrderFlag("c-order",
+                                 cl::desc("SpMM: C's order: row | col (column-major, element (r, c) at c * M + r: "
+                                          "a linear layer's token-major Y; spec option +ccol)"),
+                                 cl::init("row"), cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> ArchFlag("arch", cl::desc("sm_80 | sm_86 | sm_89 | sm_90 (run: default the GPU's own)"),
                               cl::init("sm_90"), cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> RouteFlag("route",
@@ -182,6 +186,7 @@ tool::OpFlags op_flags() {
   f.out = OutFlag;
   f.scale = ScaleFlag;
   f.bias = BiasFlag;
+  f.c_order = COrderFlag;
   f.arch = ArchFlag;
   f.arch_given = ArchFlag.getNumOccurrences() > 0;
   f.v = VFlag;

@@ -22,6 +22,7 @@ struct Problem {
   double sparsity;
   OutType out = OutType::Int32;
   Scale scale = Scale::None;
+  bool c_col = false;  // +ccol: C column-major (the GEMM of Bt and A with the roles swapped)
 };
 
 // Runs the dense route of `p` through the pipeline; "" when bit-exact.
@@ -33,6 +34,7 @@ std::string run_dense(Context &ctx, const Problem &p, uint64_t seed) {
   s.v = p.v;
   s.out = p.out;
   s.scale = p.scale;
+  s.c_col = p.c_col;
   s.pinned = 0;
   VectorSparse a = synthetic_sparse(rng, p.m, p.k, p.sparsity, p.v, s.lhs);
   std::vector<int64_t> b = random_dense(rng, p.k * p.n, s.rhs);
@@ -49,7 +51,8 @@ std::string run_dense(Context &ctx, const Problem &p, uint64_t seed) {
   if (!v) return llvm::toString(v.takeError());
   if (!v->exact())
     return "C[" + std::to_string(v->first->row) + ", " + std::to_string(v->first->col) + "] = " +
-           std::to_string(v->first->got) + ", expected " + std::to_string(v->first->want) + " (" + pipe->dense_describe() + ")";
+           std::to_string(v->first->got) + ", expected " + std::to_string(v->first->want) + (p.c_col ? " (C column-major)" : "") +
+           " (" + pipe->dense_describe() + ")";
   return "";
 }
 
@@ -78,6 +81,26 @@ TEST(DenseRouteGpu, BitExactForEveryPrecision) {
   for (const Problem &p : problems)
     EXPECT_EQ(run_dense(*ctx, p, seed++), "") << p.lhs << "x" << p.rhs << " V=" << p.v << " M=" << p.m << " K=" << p.k
                                                << " N=" << p.n << " s=" << p.sparsity << " out " << out_name(p.out);
+}
+
+// A column-major C (+ccol): the GEMM computes C^T with the operands' roles swapped, directly
+// into C for int32 and through the epilogue kernel (which writes C^T) otherwise.
+TEST(DenseRouteGpu, ColumnMajorCForEveryPrecision) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
+  const Problem problems[] = {
+      {"s8", "s8", 8, 512, 1024, 64, 0.5, OutType::Int32, Scale::None, true},
+      {"s8", "s8", 8, 1000, 2048, 2, 0.7, OutType::Int32, Scale::None, true},  // N=2: C^T rows of 2
+      {"s4", "s4", 2, 130, 256, 16, 0.9, OutType::Int32, Scale::None, true},
+      {"s8", "s8", 8, 1000, 2048, 100, 0.5, OutType::F16, Scale::RowCol, true},
+      {"s8", "s8", 2, 130, 4096, 7, 0.0, OutType::Int64, Scale::None, true},
+      {"u8", "s8", 8, 512, 1024, 64, 0.5, OutType::Int32, Scale::None, true},
+      {"u16", "s8", 2, 300, 1024, 100, 0.9, OutType::F32, Scale::Tensor, true},
+  };
+  uint64_t seed = 101;
+  for (const Problem &p : problems)
+    EXPECT_EQ(run_dense(*ctx, p, seed++), "") << p.lhs << "x" << p.rhs << " V=" << p.v << " M=" << p.m << " K=" << p.k
+                                               << " N=" << p.n << " out " << out_name(p.out) << " +ccol";
 }
 
 TEST(DenseRouteGpu, RunDoesNotSynchronizeAndRepeatsExactly) {

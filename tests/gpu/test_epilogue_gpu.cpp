@@ -172,4 +172,44 @@ TEST(EpilogueGpu, DecodeFloatOutputs) {
     }
 }
 
+// Float outputs in a column-major C (+ccol): the decode kernel, resident B and the generic
+// family (both mma orientations, sm_80 plans) write element (r, c) at c * M + r, rounded as
+// in a row-major C, with a per-row or per-column bias and scales indexed by (r, c) as before.
+TEST(EpilogueGpu, FloatOutputsInAColumnMajorC) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(43);
+  std::vector<OpSpec> specs;
+  for (auto [out, sc, bi] : {std::tuple{OutType::F32, Scale::Tensor, Bias::Row}, std::tuple{OutType::F16, Scale::RowCol, Bias::Col},
+                             std::tuple{OutType::BF16, Scale::None, Bias::None}}) {
+    OpSpec d{OpKind::SpMM, {8, true}, {8, true}, 4, 48, true, out, 90, sc, bi};
+    d.resident = d.decode = true;
+    OpSpec r = d;
+    r.decode = false;
+    r.bsn = 32;
+    specs.insert(specs.end(), {d, r, OpSpec{OpKind::SpMM, {12, true}, {4, false}, 8, 64, true, out, 90, sc, bi},
+                               OpSpec{OpKind::SpMM, {4, false}, {4, true}, 2, 64, true, out, 80, sc, bi}});
+  }
+  for (OpSpec s : specs) {
+    s.c_col = true;
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    const int64_t m = 301, k = 700, n = 70;
+    VectorSparse a = random_vector_sparse(rng, m, k, s.v, k, s.lhs);
+    std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+    EpilogueArgs e = random_args(rng, m, n, s.bias);
+    auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
+    ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    std::vector<int64_t> exact = reference_spmm(a, b, n);
+    for (int64_t i = 0; i < m * n; ++i) {
+      const int64_t row = i / n, col = i % n;
+      const int64_t want = stored(s.out, dequantize(s, exact[i], e, row, col)), got = (*r)[size_t(col * m + row)];
+      if (got != want) {
+        ADD_FAILURE() << to_string(s) << ": C[" << row << ", " << col << "] (column-major) has bits 0x" << std::hex << got
+                      << ", expected 0x" << want << std::dec << "\n" << p->str();
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace

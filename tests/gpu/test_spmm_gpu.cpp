@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <array>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "compiler/planner.h"
@@ -58,11 +60,14 @@ std::string run_and_compare(Context &ctx, const Plan &p, const VectorSparse &a, 
     if (!h) return llvm::toString(h.takeError());
     for (size_t i = 0; i < got.size(); ++i) got[i] = (*h)[i];
   }
-  std::vector<int64_t> want = reference_spmm(a, b, n);
-  for (size_t i = 0; i < want.size(); ++i)
-    if (got[i] != want[i])
-      return "C[" + std::to_string(i / n) + ", " + std::to_string(i % n) + "] = " + std::to_string(got[i]) +
-             ", expected " + std::to_string(want[i]) + "\n" + p.str();
+  std::vector<int64_t> want = reference_spmm(a, b, n);  // row-major
+  for (size_t i = 0; i < want.size(); ++i) {
+    const int64_t r = int64_t(i) / n, col = int64_t(i) % n;
+    const int64_t g = got[size_t(p.spec.c_col ? col * a.rows + r : r * n + col)];
+    if (g != want[i])
+      return "C[" + std::to_string(r) + ", " + std::to_string(col) + "] = " + std::to_string(g) + ", expected " +
+             std::to_string(want[i]) + (p.spec.c_col ? " (C column-major)" : "") + "\n" + p.str();
+  }
   return "";
 }
 
@@ -289,6 +294,69 @@ TEST(SpmmGpu, DecodeKernelInKPanelsIsExact) {
   ASSERT_TRUE(bool(p));
   cases.push_back({*p, 64, 40000, 48});  // K past the unpanelled kernel's 15-bit columns
   run_cases(*ctx, cases, 53);
+}
+
+// A column-major C (+ccol: a linear layer's token-major Y) from every SpMM kernel family: the
+// decode kernel (one and several slices, cut row-blocks, K panels adding into C), resident B,
+// the ring kernel (its CUDA form: the PTX twin writes a row-major C only) and the generic
+// family's other orientations and sm_80 int4 plans; M, N odd and V rows past M, int32 and int64.
+TEST(SpmmGpu, ColumnMajorCFromEveryFamily) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::vector<Case> cases;
+  std::set<KernelFamily> families;
+  int i = 0;
+  auto add = [&](OpSpec s, std::initializer_list<std::array<int64_t, 3>> shapes) {
+    s.c_col = true;
+    if (max_exact_k(s.lhs, s.rhs) == 0) s.out = OutType::Int64;
+    auto ps = s.decode || s.resident ? llvm::Expected<std::vector<Plan>>(std::vector<Plan>{}) : plan_candidates(s);
+    if (!ps) {
+      ADD_FAILURE() << to_string(s) << ": " << llvm::toString(ps.takeError());
+      return;
+    }
+    if (ps->empty()) {
+      auto p = plan(s);
+      if (!p) {
+        ADD_FAILURE() << to_string(s) << ": " << llvm::toString(p.takeError());
+        return;
+      }
+      ps->push_back(*p);
+    }
+    for (const Plan &p : *ps) {
+      EXPECT_TRUE(p.spec.c_col);
+      EXPECT_NE(p.kernel_name().find("_ccol"), std::string::npos) << p.kernel_name();
+      families.insert(p.launch.family);
+      for (const auto &sh : shapes)
+        if (check_shared_memory(p, sh[1]).empty()) cases.push_back({p, sh[0], sh[1], sh[2]});
+      ++i;
+    }
+  };
+  const std::pair<ElemType, ElemType> types[] = {{{8, true}, {8, true}}, {{4, true}, {8, true}}, {{4, true}, {4, true}},
+                                                 {{7, false}, {5, true}}, {{16, true}, {8, true}}};
+  for (auto [l, r] : types)
+    for (int v : {8, 4, 2}) {
+      const OutType out = v == 4 ? OutType::Int64 : OutType::Int32;
+      for (int bsn : {16, 32, 48, 64}) {  // decode: N in one slice and in several
+        OpSpec s{OpKind::SpMM, l, r, v, bsn, true, out, 90};
+        s.resident = s.decode = true;
+        if (r.bits <= 4 && bsn % 32) continue;
+        add(s, {{301, 700, 1}, {301, 700, 5}, {1000, 2000, bsn + 3}});
+        if (bsn == 48 || (r.bits <= 4 && bsn == 64)) {
+          s.panel = 256;
+          add(s, {{301, 700, 33}, {8, 1000, 200}});
+        }
+      }
+      for (int bsn : {32, r.bits <= 4 ? 64 : 48}) {  // resident B (4-bit B: slices of 32+ columns, 16-byte rows)
+        OpSpec s{OpKind::SpMM, l, r, v, bsn, true, out, 90};
+        s.resident = true;
+        add(s, {{77, 301, 200}});
+      }
+      for (int arch : {90, 80})  // the ring and generic families: every candidate
+        add(OpSpec{OpKind::SpMM, l, r, v, v == 8 ? 64 : 128, v != 2, out, arch}, {{77, 301, 200}});
+    }
+  for (KernelFamily f : {KernelFamily::SpmmDecode, KernelFamily::SpmmResident, KernelFamily::SpmmRing, KernelFamily::SpmmGeneric})
+    EXPECT_TRUE(families.count(f)) << family_name(f);
+  ASSERT_GT(cases.size(), 100u);
+  run_cases(*ctx, cases, 59);
 }
 
 // A decode launch refuses, naming the problem: a B that does not fit a block's shared memory,
