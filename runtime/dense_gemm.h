@@ -78,9 +78,10 @@ class DenseGemm {
   DenseForm form() const;  // the chosen algorithm's form (before select(): TransposedC's first when offered)
 
   // Times each kept algorithm of every form (one warm-up, then `reps` runs each after an L2
-  // flush, on `stream`, synchronizing; a scratch buffer of twice the L2 is allocated for the
-  // flush) on these buffers and keeps the fastest median. Optional: without it run() uses
-  // the first form's heuristic first.
+  // flush, round-robin, on `stream`, synchronizing; a scratch buffer of twice the L2 is
+  // allocated for the flush) on these buffers, then the near-equals again after a pause (a
+  // second look at up to 6 within 10 % of the best, 8 runs each), and keeps the fastest median
+  // of the second look. Optional: without it run() uses the first form's heuristic first.
   llvm::Error select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace,
                      CUstream stream = nullptr, int reps = 5);
   // Enqueues C = A x B on `stream`; no allocation, no synchronization.

@@ -292,6 +292,11 @@ constexpr double kDecodeWaveUs = 7.0;
 // and starts again (its slice, its first round trip). On the H100 (2026-11-26 07:09 UTC) the
 // panel kernels ran 10-200 us above this model without it, 1.1-1.7 TB/s of added C; 1.3.
 constexpr double kPanelAddBytesPerUs = 1.3e6;
+// The same into a column-major C (+ccol): each red.global.add instruction of a warp touches 8
+// columns' lines instead of 4 rows' (2026-11-26, session 21: 4096x11008 N=512 s=0.9 45.2 against
+// 43.2 us for 16.8 MB of adds, N=8192 615 against 566 us for 268 MB; 4096x14336 N=512 +1-1.7 us
+// for 25 MB).
+constexpr double kPanelAddBytesPerUsColumnMajor = 1.2e6;
 // The sparse route is kept only when the model gives it this margin. Near the crossover the
 // dense route looks like the safe side, but it is not free of loss either: on the 2026-11-25
 // grid it ran 0-4 % slower than the bench's dense contender (the best of every layout and
@@ -375,7 +380,9 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double tops = decode ? kDecodeTops[vi] / (stride_cost + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                              : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
-  if (decode) e.sparse_us += double(plan.launch.panels(sig.k) - 1) * out_bytes * m * n / (kPanelAddBytesPerUs * scale);
+  if (decode)
+    e.sparse_us += double(plan.launch.panels(sig.k) - 1) * out_bytes * m * n /
+                   ((spec.c_col ? kPanelAddBytesPerUsColumnMajor : kPanelAddBytesPerUs) * scale);
   if (is_float(spec.out))
     e.sparse_us += m * n / scale *
                    std::max(kFloatEpilogueFloorUsPerElem,

@@ -318,6 +318,28 @@ TEST(DenseRoute, OddNarrowNWithAColumnMajorCIsOffered) {
   EXPECT_EQ(d.route_why.rfind("dense route not offered: M=4094 is not a multiple of 4", 0), 0u) << d.route_why;
 }
 
+TEST(DenseRoute, ColumnMajorCPanelAddsCostMore) {
+  // The K-panel decode kernel's adds into a column-major C ran slower on the H100 (4096x11008
+  // N=512 s=0.9: 45.2 against 43.2 us), which sent that problem sparse at 0.95x dense; one pass
+  // (no adds) costs the same in either order.
+  for (auto [k, panels] : {std::pair<int64_t, bool>{11008, true}, {4096, false}}) {
+    const MatrixSignature sig = signature(4096, k, 512, 8, 0.9);
+    OpSpec s = spmm("s8", "s8", 8);
+    Dispatched row = llvm::cantFail(dispatch(s, &sig, kH100));
+    s.c_col = true;
+    Dispatched col = llvm::cantFail(dispatch(s, &sig, kH100));
+    ASSERT_EQ(row.plan.spec.panel != 0, panels) << to_string(row.plan.spec);
+    ASSERT_EQ(col.plan.spec.panel, row.plan.spec.panel);
+    const double r = estimate_routes(row.plan, sig, kH100).sparse_us, c = estimate_routes(col.plan, sig, kH100).sparse_us;
+    if (panels) EXPECT_GT(c, r * 1.015) << "K=" << k;
+    else EXPECT_EQ(c, r) << "K=" << k;
+  }
+  const MatrixSignature sig = signature(4096, 11008, 512, 8, 0.9);
+  OpSpec s = spmm("s8", "s8", 8);
+  s.c_col = true;
+  EXPECT_EQ(llvm::cantFail(dispatch(s, &sig, kH100, -1, nullptr, DenseRoute::Allowed)).route, Route::Dense);
+}
+
 namespace {
 // The model's route for an s8 x s8 V=8 SpMM of M x K at N and sparsity (the dispatch's plan).
 Route model_route(int64_t m, int64_t k, int64_t n, double sparsity, RouteEstimate *est = nullptr,

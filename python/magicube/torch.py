@@ -228,7 +228,8 @@ class SparseLinear(torch.nn.Module):
         self.out_features, self.in_features = weight_q.shape
         arch = arch or _default_arch()
         w = weight_q.detach().cpu().numpy()
-        spec = f"spmm.s8xs8.v{v}.{out}+rc{'+rowbias' if bias is not None else ''}.{arch}"
+        # y (tokens x out_features) is C column-major: the kernel writes it so (+ccol), no transpose.
+        spec = f"spmm.s8xs8.v{v}.{out}+rc{'+rowbias' if bias is not None else ''}+ccol.{arch}"
         packed = _api.pack_weight(w, spec, n=n_hint, allow_dense=allow_dense)
         self.route = packed.op.route
         self.spec, self.candidate, self.header = packed.op.spec, packed.op.candidate, tuple(packed.header_list)

@@ -49,7 +49,7 @@ def test_sparse_linear_on_the_cpu_packs_and_traces():
     lin = torch.nn.Linear(64, 24)
     layer = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.7, v=8, arch="sm_90")
     assert layer.packed.dtype == torch.uint8 and layer.packed.numel() == layer.header[12]
-    assert "+rowbias" in layer.spec and ".bf16+rc" in layer.spec
+    assert "+rowbias" in layer.spec and ".bf16+rc" in layer.spec and "+ccol" in layer.spec  # y written as C^T
     assert set(layer.state_dict()) == {"packed", "weight_scale", "bias"}
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode(allow_non_fake_inputs=True):
@@ -80,7 +80,7 @@ def test_sparse_linear_dense_route_on_the_host():
         if "dense route unavailable" in str(e):
             pytest.skip(str(e))
         raise
-    assert layer.route == "dense" and ".bf16+rc+rowbias." in layer.spec and layer.header[25] == 1
+    assert layer.route == "dense" and ".bf16+rc+rowbias+ccol." in layer.spec and layer.header[25] == 1
     assert layer.packed.numel() == layer.header[12]
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode(allow_non_fake_inputs=True):

@@ -108,6 +108,10 @@ TEST(CApiGpu, SpmmDeviceOperandsAnyLayoutAnyN) {
       {"spmm.s8xs8.v8.n64.pf.bf16+rc+rowbias", MAGICUBE_INT8},
       {"spmm.s8xs4.v8.n64.pf.f16+t+colbias", MAGICUBE_INT8},
       {"spmm.s8xs8.v8.n64.pf.f32+rc", MAGICUBE_INT8},
+      // Kernels that write C column-major: a ROW_MAJOR C is then the transposed one.
+      {"spmm.s8xs8.v8.i32+ccol", MAGICUBE_INT8},     {"spmm.s4xs4.v8.n128.pf.i32+ccol", MAGICUBE_INT8},
+      {"spmm.s8xs8.v8.n48r.pf.i64+ccol", MAGICUBE_INT8},
+      {"spmm.s8xs8.v8.n64.pf.bf16+rc+rowbias+ccol", MAGICUBE_INT8},
   };
   const int64_t m = 70, k = 200;
   for (const SpmmCase &c : cases) {
