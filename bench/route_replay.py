@@ -5,7 +5,9 @@ For every (M, K, N, sparsity) of an llm results.csv (magicube-bench --sections=l
 `magicube plan --route=auto` (the model, no GPU) which route it takes, and compares it with
 what the grid measured: the sparse kernel (magicube-jit-sparse) against the dense route (our
 own, where the grid's dispatch row ran it for that M, K, N at any sparsity; else dense cuBLASLt
-int8, the bench's contender, the best of every storage). Prints each wrong call and a summary:
+int8, the bench's contender, the best of every storage), with C in the layout the grid ran ours
+in (column-major, `--c-order=col`, where its sparse row's spec has +ccol). Prints each wrong
+call and a summary:
   sent dense, sparse was faster by >= 3 %   (a missed win)
   sent sparse, dense was faster by > 2 %    (a loss: "never slower than dense" breaks)
 
@@ -26,7 +28,7 @@ def main():
     ap.add_argument("--rhs", default="s8")
     ap.add_argument("--v", default="8")
     args = ap.parse_args()
-    dense, sparse, route_ms = {}, {}, {}
+    dense, sparse, route_ms, c_col = {}, {}, {}, {}
     with open(args.results) as f:
         for r in csv.DictReader(f):
             if r.get("status") != "ok" or not r.get("ms"):
@@ -38,6 +40,7 @@ def main():
                 continue
             elif r["contender"] == "magicube-jit-sparse":
                 sparse[key + (r["sparsity"],)] = float(r["ms"])
+                c_col[key + (r["sparsity"],)] = "+ccol" in r["config"].split(" ")[0]
             elif r["contender"] == "magicube-jit" and r["config"].startswith("dense route:"):
                 route_ms[key + (r["sparsity"],)] = float(r["ms"])
     missed = lost = 0
@@ -46,7 +49,8 @@ def main():
         if (m, k, n) not in dense:
             continue
         out = subprocess.run([args.cli, "plan", f"--lhs={args.lhs}", f"--rhs={args.rhs}", f"-v={args.v}", f"--m={m}",
-                              f"--k={k}", f"--n={n}", f"--sparsity={s}", "--route=auto"],
+                              f"--k={k}", f"--n={n}", f"--sparsity={s}", "--route=auto",
+                              "--c-order=" + ("col" if c_col[key] else "row")],
                              capture_output=True, text=True).stdout
         route = re.search(r"^route\s+(\w+)(.*)$", out, re.M)
         if not route:

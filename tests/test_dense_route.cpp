@@ -488,7 +488,9 @@ int replay_grid_without_a_loss(const std::string &path, const char *lhs, int v, 
       patterns.emplace(pk, synthetic_sparse(rng, key.m, key.k, std::stod(key.s), v, ElemType{8, true}));  // the structure
     }
     const MatrixSignature sig = spmm_signature(patterns.at(pk), key.n);
-    Dispatched disp = llvm::cantFail(dispatch(spmm(lhs, rhs, v), &sig, kH100));
+    OpSpec want = spmm(lhs, rhs, v);
+    want.c_col = measured.at(key).find("+ccol") != std::string::npos;  // ours ran in the contender's C layout
+    Dispatched disp = llvm::cantFail(dispatch(want, &sig, kH100));
     if (to_string(disp.plan.spec) != measured.at(key)) continue;  // a kernel the grid did not time
     ++replayed;
     const RouteEstimate e = estimate_routes(disp.plan, sig, kH100);
@@ -516,6 +518,14 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
   // The per-V streaming share (V=2 N=32 s=0.7 went sparse at 0.94x dense without it).
   EXPECT_GE(replay_grid_without_a_loss(s20 + "run-a/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
   EXPECT_GE(replay_grid_without_a_loss(s20 + "run-a/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
+  // Ours in the contender winner's C layout (+ccol where it is column-major; session 21): the
+  // K-panel adds into a column-major C cost more (4096x11008 N=512 s=0.9 went sparse at 0.95x).
+  const std::string s21 = "bench/results/2026-11-26-h100-session21/";
+  EXPECT_GE(replay_grid_without_a_loss(s21 + "run-e/llm-l8r8/results.csv", "s8", 8, 198), 170);
+  EXPECT_GE(replay_grid_without_a_loss(s21 + "run-e/llm-l4r8/results.csv", "s4", 8, 198), 170);
+  EXPECT_GE(replay_grid_without_a_loss(s21 + "run-d/llm-l4r4/results.csv", "s4", 8, 198, "s4"), 170);
+  EXPECT_GE(replay_grid_without_a_loss(s21 + "run-d/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
+  EXPECT_GE(replay_grid_without_a_loss(s21 + "run-d/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
 }
 
 // int4 weights (L4-R8): the decode kernel widens 4-bit A in registers as it consumes a stride

@@ -325,10 +325,13 @@ typedef struct magicube_epilogue {
 
 /* SpMM: C = A x B. `header`: the host copy of the packed A's header; `a_packed`: the blob on
  * the device. B: K x N (K = A's cols) in b->layout; C: M x N in c->layout. n >= 1, any size.
+ * The sparse kernel writes C in its spec's order: row-major, or column-major with the out
+ * option +ccol ("spmm.s8xs8.v8.bf16+rc+ccol.sm_90": a linear layer's y = x W^T, tokens x M).
  * The workspace (device, 256-byte aligned) holds B's chunk planes padded to the kernel's
- * pitch and, for a COL_MAJOR C, the row-major result before its transpose; its size is
+ * pitch and, for a C in the other order, the kernel's result before its transpose; its size is
  * magicube_spmm_workspace_bytes (0 when B is read in place: one 8-bit chunk, ROW_MAJOR, N a
- * multiple of 256, 16-byte aligned; and C ROW_MAJOR). epilogue: NULL for integer outputs.
+ * multiple of 256, 16-byte aligned; and C in the spec's order). epilogue: NULL for integer
+ * outputs.
  * A dense op (its blob 256-byte aligned): the workspace holds cuBLASLt's (32 MiB) and, unless
  * B is read in place (COL_MAJOR, a 1-byte dtype, 256-byte aligned: exactly the GEMM's
  * operand), B transposed to N x K int8 (a repack kernel), and for an output other than int32
