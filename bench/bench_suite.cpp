@@ -933,10 +933,11 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
   // Ours writes C in the layout of the dense contender's winner (a linear layer's token-major
   // Y where that is column-major), so that both sides compute the same output.
   auto w = dense_winners_.find({pb.m, pb.k, pb.n});
-  struct Layout {
+  llm_c_col_ = w != dense_winners_.end() && !has_row_major_c(w->second.config);
+  struct Reset {
     bool &flag;
-    ~Layout() { flag = false; }
-  } layout{llm_c_col_ = w != dense_winners_.end() && !has_row_major_c(w->second.config)};
+    ~Reset() { flag = false; }
+  } reset{llm_c_col_};  // the other sections' problems: row-major C
   auto t0 = Clock::now();
   SparseRun sparse_run = llm_sparse(pb, a, b, lhs);
   std::unique_ptr<Pipeline> &sparse_pipe = sparse_run.pipe;

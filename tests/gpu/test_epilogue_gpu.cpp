@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "compiler/planner.h"
 #include "runtime/reference.h"
@@ -34,6 +35,24 @@ EpilogueArgs random_args(std::mt19937_64 &rng, int64_t rows, int64_t cols, Bias 
   int64_t nb = bias == Bias::Row ? rows : cols;
   for (int64_t i = 0; i < nb; ++i) e.bias.push_back(u(rng) * 100);
   return e;
+}
+
+// "" when C (M x N, row-major, or column-major with the spec's +ccol) holds every element's
+// rounded dequantization of the exact result (row-major), else the first mismatch.
+std::string float_c_mismatch(const OpSpec &s, const std::vector<int64_t> &exact, const EpilogueArgs &e,
+                             const std::vector<int64_t> &got, int64_t m, int64_t n) {
+  for (int64_t i = 0; i < m * n; ++i) {
+    const int64_t row = i / n, col = i % n;
+    const int64_t want = stored(s.out, dequantize(s, exact[size_t(i)], e, row, col));
+    const int64_t bits = got[size_t(s.c_col ? col * m + row : i)];
+    if (bits != want) {
+      std::ostringstream o;
+      o << to_string(s) << " N=" << n << ": C[" << row << ", " << col << "]" << (s.c_col ? " (column-major)" : "")
+        << " has bits 0x" << std::hex << bits << ", expected 0x" << want;
+      return o.str();
+    }
+  }
+  return "";
 }
 
 struct Variant {
@@ -128,15 +147,7 @@ TEST(EpilogueGpu, ResidentBFloatOutputs) {
       EpilogueArgs e = random_args(rng, m, n, s.bias);
       auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
       ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
-      std::vector<int64_t> exact = reference_spmm(a, b, n);
-      for (int64_t i = 0; i < m * n; ++i) {
-        const int64_t want = stored(s.out, dequantize(s, exact[i], e, i / n, i % n));
-        if ((*r)[i] != want) {
-          ADD_FAILURE() << to_string(s) << ": element " << i << " has bits 0x" << std::hex << (*r)[i] << ", expected 0x"
-                        << want << std::dec;
-          break;
-        }
-      }
+      EXPECT_EQ(float_c_mismatch(s, reference_spmm(a, b, n), e, *r, m, n), "");
     }
 }
 
@@ -160,15 +171,7 @@ TEST(EpilogueGpu, DecodeFloatOutputs) {
       EpilogueArgs e = random_args(rng, m, n, s.bias);
       auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
       ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
-      std::vector<int64_t> exact = reference_spmm(a, b, n);
-      for (int64_t i = 0; i < m * n; ++i) {
-        const int64_t want = stored(s.out, dequantize(s, exact[i], e, i / n, i % n));
-        if ((*r)[i] != want) {
-          ADD_FAILURE() << to_string(s) << " N=" << n << ": element " << i << " has bits 0x" << std::hex << (*r)[i]
-                        << ", expected 0x" << want << std::dec;
-          break;
-        }
-      }
+      EXPECT_EQ(float_c_mismatch(s, reference_spmm(a, b, n), e, *r, m, n), "");
     }
 }
 
@@ -199,16 +202,7 @@ TEST(EpilogueGpu, FloatOutputsInAColumnMajorC) {
     EpilogueArgs e = random_args(rng, m, n, s.bias);
     auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
     ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
-    std::vector<int64_t> exact = reference_spmm(a, b, n);
-    for (int64_t i = 0; i < m * n; ++i) {
-      const int64_t row = i / n, col = i % n;
-      const int64_t want = stored(s.out, dequantize(s, exact[i], e, row, col)), got = (*r)[size_t(col * m + row)];
-      if (got != want) {
-        ADD_FAILURE() << to_string(s) << ": C[" << row << ", " << col << "] (column-major) has bits 0x" << std::hex << got
-                      << ", expected 0x" << want << std::dec << "\n" << p->str();
-        break;
-      }
-    }
+    EXPECT_EQ(float_c_mismatch(s, reference_spmm(a, b, n), e, *r, m, n), "") << p->str();
   }
 }
 
