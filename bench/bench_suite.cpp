@@ -328,7 +328,7 @@ class Suite {
     std::shared_ptr<const Kernel> kernel;
   };
   SparseRun llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
-                       const std::shared_ptr<SpmmLhsCache> &lhs);
+                       const std::shared_ptr<SpmmLhsCache> &lhs, bool c_col);
   // The kCublasLtS8 contender's winning configuration per (M, K, N) of the shape being run,
   // kept by llm_dense for llm_paired.
   struct DenseWinner {
@@ -354,19 +354,16 @@ class Suite {
   void add(ResultRow r) { out_.rows.push_back(std::move(r)); }
 
   // Our spec for a problem: no knob pinned, int32 output where it is exact for the
-  // reduction, else int64; C column-major (+ccol) while llm_c_col_ is set.
-  OpSpec ours_spec(OpKind op, const Precision &p, int v, int64_t reduction) const;
-  // The llm problem being run writes C column-major: the dense contender's winning
-  // configuration for its (M, K, N) does, and ours is compared in the same output layout.
-  bool llm_c_col_ = false;
+  // reduction, else int64; C column-major (+ccol) where `c_col` (SpMM).
+  OpSpec ours_spec(OpKind op, const Precision &p, int v, int64_t reduction, bool c_col = false) const;
   // The dispatch's plan (runtime/dispatch.h) for the problem with signature `sig` (null: no
   // matrix, the policy's defaults); `how`, when given, gets " [chosen by: ...]".
   llvm::Expected<Plan> choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
-                                   const MatrixSignature *sig = nullptr, std::string *how = nullptr);
+                                   const MatrixSignature *sig = nullptr, std::string *how = nullptr, bool c_col = false);
   // Ours on one problem: the stored autotuning choice for it when there is one (after tuning
   // it first with --tune), else choose_plan's. `how` says which ("" or " [tuned: ...]").
   llvm::Expected<Plan> ours_plan(OpKind op, const Precision &p, const VectorSparse &a, int64_t n_or_k,
-                                 std::string &how);
+                                 std::string &how, bool c_col = false);
 
   struct Problem {
     std::string source, matrix;
@@ -473,7 +470,7 @@ void Suite::guarded(ResultRow row, const std::function<void(ResultRow &)> &fn) {
   add(std::move(row));
 }
 
-OpSpec Suite::ours_spec(OpKind op, const Precision &p, int v, int64_t reduction) const {
+OpSpec Suite::ours_spec(OpKind op, const Precision &p, int v, int64_t reduction, bool c_col) const {
   OpSpec s;
   s.op = op;
   s.lhs = p.lhs;
@@ -482,28 +479,28 @@ OpSpec Suite::ours_spec(OpKind op, const Precision &p, int v, int64_t reduction)
   s.arch = arch_;
   s.pinned = 0;
   s.out = max_exact_k(p.lhs, p.rhs) >= reduction ? OutType::Int32 : OutType::Int64;
-  s.c_col = op == OpKind::SpMM && llm_c_col_;
+  s.c_col = op == OpKind::SpMM && c_col;
   return s;
 }
 
 llvm::Expected<Plan> Suite::choose_plan(OpKind op, const Precision &p, int v, int64_t reduction,
-                                        const MatrixSignature *sig, std::string *how) {
+                                        const MatrixSignature *sig, std::string *how, bool c_col) {
   // The library's dispatch, as `magicube run` and the API use it: no knob pinned, so a stored
   // tuning record for the problem when there is one, else the policy (runtime/policy.h). The
   // sparse kernel: the dense route is the llm section's (llm_ours).
-  auto d = dispatch(ours_spec(op, p, v, reduction), sig, device_facts(ctx_));
+  auto d = dispatch(ours_spec(op, p, v, reduction, c_col), sig, device_facts(ctx_));
   if (!d) return d.takeError();
   if (how) *how = " [" + d->chosen_by() + "]";
   return std::move(d->plan);
 }
 
 llvm::Expected<Plan> Suite::ours_plan(OpKind op, const Precision &p, const VectorSparse &a, int64_t n_or_k,
-                                      std::string &how) {
+                                      std::string &how, bool c_col) {
   how.clear();
   const int64_t reduction = op == OpKind::SpMM ? a.max_block_length() : n_or_k;
   const MatrixSignature sig = op == OpKind::SpMM ? spmm_signature(a, n_or_k) : sddmm_signature(a, n_or_k);
   if (cfg_.tune) {
-    auto base = choose_plan(op, p, a.v, reduction, &sig);
+    auto base = choose_plan(op, p, a.v, reduction, &sig, nullptr, c_col);
     if (!base) return base;
     TuneOptions to;
     to.warmup = cfg_.warmup;
@@ -513,12 +510,12 @@ llvm::Expected<Plan> Suite::ours_plan(OpKind op, const Precision &p, const Vecto
     if (!r) {
       std::string why = msg(r.takeError());
       if (!alive()) return err("the CUDA context was lost while tuning (" + lost_why_ + ")");
-      auto again = choose_plan(op, p, a.v, reduction, &sig, &how);
+      auto again = choose_plan(op, p, a.v, reduction, &sig, &how, c_col);
       how += " [tuning failed: " + why + "]";
       return again;
     }
   }
-  return choose_plan(op, p, a.v, reduction, &sig, &how);
+  return choose_plan(op, p, a.v, reduction, &sig, &how, c_col);
 }
 
 ResultRow Suite::base_row(const Problem &pb, const std::string &op, int64_t n) const {
@@ -893,7 +890,7 @@ double sparse_call_bytes(const Plan &plan, const VectorSparse &a, int64_t n) {
 }
 
 Suite::SparseRun Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, const std::vector<int64_t> &b,
-                                   const std::shared_ptr<SpmmLhsCache> &lhs) {
+                                   const std::shared_ptr<SpmmLhsCache> &lhs, bool c_col) {
   SparseRun kept;
   ResultRow row = llm_base_row(pb.m, pb.k, pb.n);
   row.matrix = fmt::format("llm-M{}-K{}-s{}", pb.m, pb.k, sp_str(pb.sparsity));
@@ -908,7 +905,7 @@ Suite::SparseRun Suite::llm_sparse(const LlmProblem &pb, const VectorSparse &a, 
       r.note = std::string(stage) + ": " + msg(std::move(e));
     };
     std::string how;
-    auto plan = ours_plan(OpKind::SpMM, pb.precision, a, pb.n, how);
+    auto plan = ours_plan(OpKind::SpMM, pb.precision, a, pb.n, how, c_col);
     if (!plan) return fail(plan.takeError(), "plan");
     r.out = out_name(plan->spec.out);
     r.config = to_string(plan->spec);
@@ -933,13 +930,9 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
   // Ours writes C in the layout of the dense contender's winner (a linear layer's token-major
   // Y where that is column-major), so that both sides compute the same output.
   auto w = dense_winners_.find({pb.m, pb.k, pb.n});
-  llm_c_col_ = w != dense_winners_.end() && !has_row_major_c(w->second.config);
-  struct Reset {
-    bool &flag;
-    ~Reset() { flag = false; }
-  } reset{llm_c_col_};  // the other sections' problems: row-major C
+  const bool c_col = w != dense_winners_.end() && !has_row_major_c(w->second.config);
   auto t0 = Clock::now();
-  SparseRun sparse_run = llm_sparse(pb, a, b, lhs);
+  SparseRun sparse_run = llm_sparse(pb, a, b, lhs, c_col);
   std::unique_ptr<Pipeline> &sparse_pipe = sparse_run.pipe;
   llm_wall_.sparse += ms_since(t0) / 1e3;
   t0 = Clock::now();
@@ -954,8 +947,8 @@ void Suite::llm_ours(const LlmProblem &pb, const VectorSparse &a, const std::vec
   ResultRow row = sparse;
   row.contender = kOurs;
   const MatrixSignature sig = spmm_signature(a, pb.n);
-  auto d = dispatch(ours_spec(OpKind::SpMM, pb.precision, a.v, a.max_block_length()), &sig, device_facts(ctx_), -1,
-                    nullptr, DenseRoute::Allowed);
+  auto d = dispatch(ours_spec(OpKind::SpMM, pb.precision, a.v, a.max_block_length(), c_col), &sig, device_facts(ctx_),
+                    -1, nullptr, DenseRoute::Allowed);
   if (!d) {
     row.status = "error", row.note = "dispatch: " + msg(d.takeError());
     add(std::move(row));

@@ -407,66 +407,55 @@ void KernelGen::epilogue() {
     }
     // 3. the V rows
     const Expr M("M"), N("N");
-    if (int8m && !is_float(p.spec.out) && p.spec.c_col) {
-      // Column-major C: registers 2j and 2j + 1 hold rows vidx, vidx + 1 of column col + j,
-      // adjacent in memory: one 8- or 16-byte store (four lanes write a V=8 column's 32 bytes).
-      const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
-      const Expr vidx = let("const int", "vidx", tig * 2);
-      const Expr row = let("const int", "row", blk * V + vidx);
-      const Expr col0 = let("const int", "col0",
-                            nib ? n_base + nw + (32 * (t / 2) + 2 * (t % 2)) + 4 * gid : n_base + nw + 16 * t + 2 * gid);
-      const Expr pair = land(lt(vidx + 1, V), lt(row + 1, M));
-      e.line("#pragma unroll");
-      auto loop = e.scope("for (int j = 0; j < 2; ++j)", "column col0 + j: registers 2j (row) and 2j + 1 (row + 1)");
-      e.declare("j");
-      const Expr j = Expr::var("j", 0, 1);
-      auto guard = e.scope("if (" + land(land(lt(vidx, V), lt(row, M)), lt(col0 + j, N)).str() + ")");
-      e.decl(E + " *", "o", Expr("c") + cast("long long", col0 + j) * M + row);
-      if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
-        const std::string U = i64 ? "unsigned long long" : "unsigned";
-        e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
-        e.line("atomicAdd((" + U + " *)o, (" + U + ")tot[2 * j]);");
-        e.line("if (" + pair.str() + ") atomicAdd((" + U + " *)o + 1, (" + U + ")tot[2 * j + 1]);");
-        e.line("continue;");
-        e.close();
-      }
-      const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
-      e.open("if (" + land(pair, aligned).str() + ")");
-      e.line("*(" + T2 + " *)o = make_" + T2 + "((" + E + ")tot[2 * j], (" + E + ")tot[2 * j + 1]);");
-      e.close_open("else");
-      e.line("o[0] = (" + E + ")tot[2 * j];");
-      e.line("if (" + pair.str() + ") o[1] = (" + E + ")tot[2 * j + 1];");
-      e.close();
-      continue;
-    }
     if (int8m && !is_float(p.spec.out)) {
-      // Registers i and i + 2 hold one row's two adjacent columns: one 8- or 16-byte store.
+      // Two registers adjacent in C, one 8- or 16-byte store: a row's columns col, col + 1
+      // (registers i, i + 2), or with +ccol a column's rows vidx, vidx + 1 (registers 2j, 2j + 1;
+      // four lanes write a V=8 column's 32 bytes).
       const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
-      e.line("#pragma unroll");
-      auto loop = e.scope("for (int i = 0; i < 2; ++i)", "registers i (column col) and i + 2 (col + 1)");
-      e.declare("i");
-      const Expr i = Expr::var("i", 0, 1);
-      const Expr vidx = let("const int", "vidx", tig * 2 + i);
-      const Expr row = let("const int", "row", blk * V + vidx);
-      const Expr col = let("const int", "col",
-                           nib ? n_base + nw + (32 * (t / 2) + 2 * (t % 2)) + 4 * gid : n_base + nw + 16 * t + 2 * gid);
-      auto guard = e.scope("if (" + land(lt(vidx, V), lt(row, M)).str() + ")");
-      e.decl(E + " *", "o", Expr("c") + cast("long long", row) * N + col);
-      const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
-      if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
-        const std::string U = i64 ? "unsigned long long" : "unsigned";
-        e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
-        e.line("if (" + lt(col, N).str() + ") atomicAdd((" + U + " *)o, (" + U + ")tot[i]);");
-        e.line("if (" + lt(col + 1, N).str() + ") atomicAdd((" + U + " *)o + 1, (" + U + ")tot[i + 2]);");
-        e.line("continue;");
+      const std::string U = i64 ? "unsigned long long" : "unsigned";
+      const Expr col_base =
+          nib ? n_base + nw + (32 * (t / 2) + 2 * (t % 2)) + 4 * gid : n_base + nw + 16 * t + 2 * gid;
+      // o[0] = a where `first` holds, o[1] = b where `second` does (the panels' adds instead when
+      // accumulating).
+      auto store_pair = [&](const std::string &a, const std::string &b, const Expr &first, const Expr &second) {
+        const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
+        if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
+          e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
+          e.guarded(first, "atomicAdd((" + U + " *)o, (" + U + ")" + a + ");");
+          e.guarded(second, "atomicAdd((" + U + " *)o + 1, (" + U + ")" + b + ");");
+          e.line("continue;");
+          e.close();
+        }
+        e.open("if (" + land(second, aligned).str() + ")");
+        e.line("*(" + T2 + " *)o = make_" + T2 + "((" + E + ")" + a + ", (" + E + ")" + b + ");");
+        e.close_open("else");
+        e.guarded(first, "o[0] = (" + E + ")" + a + ";");
+        e.guarded(second, "o[1] = (" + E + ")" + b + ";");
         e.close();
+      };
+      if (p.spec.c_col) {
+        const Expr vidx = let("const int", "vidx", tig * 2);
+        const Expr row = let("const int", "row", blk * V + vidx);
+        const Expr col0 = let("const int", "col0", col_base);
+        e.line("#pragma unroll");
+        auto loop = e.scope("for (int j = 0; j < 2; ++j)", "column col0 + j: registers 2j (row) and 2j + 1 (row + 1)");
+        e.declare("j");
+        const Expr j = Expr::var("j", 0, 1);
+        auto guard = e.scope("if (" + land(land(lt(vidx, V), lt(row, M)), lt(col0 + j, N)).str() + ")");
+        e.decl(E + " *", "o", Expr("c") + cast("long long", col0 + j) * M + row);
+        store_pair("tot[2 * j]", "tot[2 * j + 1]", Expr(1), land(lt(vidx + 1, V), lt(row + 1, M)));
+      } else {
+        e.line("#pragma unroll");
+        auto loop = e.scope("for (int i = 0; i < 2; ++i)", "registers i (column col) and i + 2 (col + 1)");
+        e.declare("i");
+        const Expr i = Expr::var("i", 0, 1);
+        const Expr vidx = let("const int", "vidx", tig * 2 + i);
+        const Expr row = let("const int", "row", blk * V + vidx);
+        const Expr col = let("const int", "col", col_base);
+        auto guard = e.scope("if (" + land(lt(vidx, V), lt(row, M)).str() + ")");
+        e.decl(E + " *", "o", Expr("c") + cast("long long", row) * N + col);
+        store_pair("tot[i]", "tot[i + 2]", lt(col, N), lt(col + 1, N));
       }
-      e.open("if (" + land(lt(col + 1, N), aligned).str() + ")");
-      e.line("*(" + T2 + " *)o = make_" + T2 + "((" + E + ")tot[i], (" + E + ")tot[i + 2]);");
-      e.close_open("else");
-      e.line("if (" + lt(col, N).str() + ") o[0] = (" + E + ")tot[i];");
-      e.line("if (" + lt(col + 1, N).str() + ") o[1] = (" + E + ")tot[i + 2];");
-      e.close();
       continue;
     }
     e.unrolled("i", n, "", [&](const Expr &i) {
