@@ -753,6 +753,8 @@ TEST(Cli, ScaleAndBiasAreValidatedByTheIr) {
       {"--op=sddmm --out=f16 --bias=col", "magicube: error: bias: SDDMM takes no bias"},
       {"--out=f16 --scale=perchannel", "magicube: error: scale: unknown scale 'perchannel' (allowed: none, tensor, rowcol)"},
       {"--out=f16 --bias=both", "magicube: error: bias: unknown bias 'both' (allowed: none, row, col)"},
+      {"--c-order=diag", "magicube: error: c-order: 'diag' is not allowed (allowed: row, col)"},
+      {"--op=sddmm --c-order=col", "magicube: error: out: +ccol (a column-major C) is an SpMM option"},
   };
   for (const Bad &b : bad) {
     CliResult r = cli("plan " + b.flags, tmp.path());
