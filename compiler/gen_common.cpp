@@ -365,6 +365,20 @@ void KernelGen::epilogue() {
   auto crow = [&](const Expr &i) { return sh.m == 16 ? gid + 8 * (i >> 1) : gid; };
   auto ccol = [&](const Expr &i) { return sh.m == 16 ? tig * 2 + (i & 1) : tig * 2 + i; };
   e.comment("---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----");
+  // The int8 kernels' integer C, row-major, V >= 2: flat pair stores from the lane's pointers.
+  const bool flat_rows = int8m && !is_float(p.spec.out) && !p.spec.c_col && p.spec.v >= 2;
+  if (flat_rows) {
+    const Expr M("M"), N("N");
+    const Expr vidx0 = let("const int", "vidx0", tig * 2, "the lane's first row in the vector (and the next)");
+    const Expr col_lane = let("const int", "col_lane", n_base + nw + (nib ? 4 * gid : 2 * gid),
+                              "the lane's first column in tile 0");
+    e.decl("const bool", "pairs",
+           land(land(land(lt(vidx0, V), lt(blk * V + (V - 1), M)), lt(n_base + nw + (l.warp_cols - 1), N)),
+                Expr("(((unsigned long long)c | ((unsigned)N << " + S(i64 ? 3 : 2) + ")) & " + S(i64 ? 15 : 7) + ") == 0")),
+           "the warp's tiles lie in C, their pairs aligned");
+    e.decl(std::string(i64 ? "long long" : "int") + " *", "c_lane", Expr("c") + cast("long long", blk * V + vidx0) * N + col_lane,
+           "the lane's first element");
+  }
   for (int t = 0; t < tiles(); ++t) {
     auto tile = e.scope();
     e.decl(T, "tot[" + S(n) + "]", Expr("{}"), i64 ? "int64" : "int32, wrapping");
@@ -407,6 +421,42 @@ void KernelGen::epilogue() {
     }
     // 3. the V rows
     const Expr M("M"), N("N");
+    if (flat_rows) {
+      // Register r of the tile: row vidx0 + (r & 1), column col_lane + off + (r >> 1). Where the
+      // warp's whole tile lies in C and C is aligned (`pairs`), registers r and r + 2 make one 8-
+      // or 16-byte store at a constant offset from the lane's pointer; at C's edges each element
+      // is stored where it lies in C. Flat and short: ptxas lays every copy of the epilogue (one
+      // in each ring slot) inline, and the longer form cost the ring kernels instruction-fetch
+      // stalls (bench/NOTES.md, Session 22: L4-R8 prefill 1.25x faster).
+      const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
+      const std::string U = i64 ? "unsigned long long" : "unsigned";
+      const int off = nib ? 32 * (t / 2) + 2 * (t % 2) : 16 * t;
+      auto at_reg = [&](int r) { return Expr("c_lane") + ((r & 1) ? N + (off + (r >> 1)) : Expr(off + (r >> 1))); };
+      e.open("if (pairs)");
+      for (int i = 0; i < 2; ++i) {
+        const std::string o = "(" + at_reg(i).str() + ")", a = "tot[" + S(i) + "]", b = "tot[" + S(i + 2) + "]";
+        if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
+          e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
+          e.line("atomicAdd((" + U + " *)" + o + ", (" + U + ")" + a + "), atomicAdd((" + U + " *)" + o + " + 1, (" + U +
+                 ")" + b + ");");
+          e.close_open("else");
+        }
+        e.line("*(" + T2 + " *)" + o + " = make_" + T2 + "((" + E + ")" + a + ", (" + E + ")" + b + ");");
+        if (!accumulate_c.empty()) e.close();
+      }
+      e.close_open("else");
+      e.comment("C's edge: each element where it lies in C");
+      for (int r = 0; r < n; ++r) {
+        const Expr vidx = Expr("vidx0") + (r & 1);
+        const Expr cond = land(land(lt(vidx, V), lt(blk * V + vidx, M)), lt(Expr("col_lane") + (off + (r >> 1)), N));
+        const std::string o = at_reg(r).str(), v = "tot[" + S(r) + "]";
+        e.guarded(cond, accumulate_c.empty() ? "*(" + o + ") = (" + E + ")" + v + ";"
+                                             : "{ if (" + accumulate_c + ") atomicAdd((" + U + " *)(" + o + "), (" + U + ")" +
+                                                   v + "); else *(" + o + ") = (" + E + ")" + v + "; }");
+      }
+      e.close();
+      continue;
+    }
     if (int8m && !is_float(p.spec.out)) {
       // Two registers adjacent in C, one 8- or 16-byte store: a row's columns col, col + 1
       // (registers i, i + 2), or with +ccol a column's rows vidx, vidx + 1 (registers 2j, 2j + 1;

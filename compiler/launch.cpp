@@ -218,8 +218,12 @@ std::string plan_launch(Plan &p) {
       // and 4: 1-4.5 % faster at N >= 128 and at 4-bit B, N=16 2 %, N=48 even; 12 and 6 were 15 %
       // slower at s=0.9 prefill. (Earlier: 8 against 6 at three tiles 2-5 % faster at prefill,
       // Session 12; 16 for one tile no faster than 8 at decode, Session 10.)
+      // K panels: 8 for up to three tiles. Their epilogue also holds the panels' adds, and at 10
+      // the ring's loop stalled on instruction fetch (one panel of all K at 4096x4096 N=2048 took
+      // 58 us at 10, 45 at 8, the kernel without panels 42; three panels 1-3 % faster at 8;
+      // bench/NOTES.md, Session 22).
       l.ring_depth = s.stages ? s.stages
-                     : accs <= 3 ? 10
+                     : accs <= 3 ? (s.panel ? 8 : 10)
                      : accs == 4 ? 8
                                  : 4;
       l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial

@@ -526,6 +526,14 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
   EXPECT_GE(replay_grid_without_a_loss(s21 + "run-d/llm-l4r4/results.csv", "s4", 8, 198, "s4"), 170);
   EXPECT_GE(replay_grid_without_a_loss(s21 + "run-d/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
   EXPECT_GE(replay_grid_without_a_loss(s21 + "run-d/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
+  // Generator 30 (session 22): the flat row-major epilogue (L4-R8 and V=4/2 prefill 20-30 %
+  // faster in places) and the K-panel kernels' 8-deep ring.
+  const std::string s22 = "bench/results/2026-11-26-h100-session22/";
+  EXPECT_GE(replay_grid_without_a_loss(s22 + "run-h/llm-l8r8/results.csv", "s8", 8, 198), 170);
+  EXPECT_GE(replay_grid_without_a_loss(s22 + "run-i/llm-l4r8/results.csv", "s4", 8, 198), 170);
+  EXPECT_GE(replay_grid_without_a_loss(s22 + "run-i/llm-l4r4/results.csv", "s4", 8, 198, "s4"), 170);
+  EXPECT_GE(replay_grid_without_a_loss(s22 + "run-i/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
+  EXPECT_GE(replay_grid_without_a_loss(s22 + "run-i/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
 }
 
 // int4 weights (L4-R8): the decode kernel widens 4-bit A in registers as it consumes a stride
