@@ -64,6 +64,13 @@ Plan make_plan(const OpSpec &spec, const MmaOption &opt, Orientation orient) {
   p.mma_rate = opt.rate;
   p.lhs = split_chunks(spec.lhs, opt.bits);
   p.rhs = split_chunks(spec.rhs, opt.bits);
+  // The decode kernel gathers B from its shared-memory slice a stride at a time; a 4-bit plane
+  // there was widened in registers after every gather (4 more instructions an mma: L4-R4 issued
+  // 1.7x L4-R8's instructions and ran 1.3x slower at prefill, 16-column decode slices could not
+  // hold it). On int8 mma it is packed as bytes instead (sign- or zero-extended once, when B is
+  // packed): the same kernel as 8-bit B, a slice twice the bytes.
+  if (spec.op == OpKind::SpMM && spec.decode && opt.bits == 8)
+    for (Chunk &c : p.rhs) c.storage_bits = 8;
   p.stack_slots = std::max(1, p.v_side() / spec.v);
 
   // Stack groups: chunks of one signedness share an mma, stack_slots at a time.

@@ -50,7 +50,7 @@ int panel_rows_for(const Plan &p, int64_t k) {
 // memory; none when the caller pinned another kernel or nothing fits.
 // Past N = 64 (one rhs plane of at most 8 bits) the decode kernel runs N in slices, each
 // block streaming its part of the strides against one slice: the widest slice of at least
-// 32 columns that fits (three tiles a stride at BSn 48 for 8-bit B, four at 64 for 4-bit B).
+// 32 columns that fits (three tiles a stride at BSn 48).
 // On the H100 (2026-11-25 22:38 UTC, L2 flushed) it beat the resident-B and ring kernels at
 // every N of 128-8192 where a 32-column slice fits K (4096x4096 s=0.9 N=8192: 0.279 -> 0.208
 // ms; s=0.7 N=512 0.054 -> 0.036; 14336x4096 s=0.9 N=8192 0.93 -> 0.60); for 4096x11008 only
@@ -70,7 +70,7 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   d.prefetch = true;
   d.stages = pinned(kPinPrefetch) ? base.stages : 0;
   std::vector<int> widths = {16, 32, 48, 64};
-  if (wide_n && !forced) widths = base.rhs.bits <= 4 ? std::vector<int>{32, 64} : std::vector<int>{32, 48};
+  if (wide_n && !forced) widths = {32, 48};  // B's planes are bytes in the decode kernel (planner.cpp)
   if (pinned(kPinBsn)) widths = {base.bsn};
   // Where no width's slice of all K fits (K = 11008 or 14336 at 32+ columns), K in panels: a
   // pass a panel, each adding into C (integer outputs, one rhs plane). On the H100 (2026-11-26
@@ -343,7 +343,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   // streamed, B read, C written; 2 * vectors * V * N at the V's rate.
   const double vectors = double(sig.vectors), v = double(std::max(1, spec.v));
   const double lhs_bytes = spec.lhs.bits <= 4 ? 0.5 : spec.lhs.bits <= 8 ? 1.0 : 2.0;  // per element
-  const double rhs_bytes = spec.rhs.bits <= 4 ? 0.5 : spec.rhs.bits <= 8 ? 1.0 : 2.0;
+  double rhs_bytes = 0;  // per element of B as the plan stores it (the decode kernel: bytes, 4-bit B too)
+  for (const Chunk &c : plan.rhs) rhs_bytes += c.storage_bits / 8.0;
   const double out_bytes = double(stored_bytes(spec.out));
   const double index_bytes = streams_weight(plan) ? 2 : 4;
   const bool decode = streams_weight(plan);

@@ -249,11 +249,11 @@ TEST(Autotune, CandidatesAreValidUniqueAndKeepTheBase) {
       ASSERT_LT(size_t(c.plan), ps->size());
       EXPECT_EQ(plan_id((*ps)[c.plan]), c.plan_id);
     }
-    // 48 only with resident B of 8-bit planes (three tiles of 48-byte slice rows); 4-bit B
-    // (24-byte rows) and the other kernels skip it.
+    // 48 only with resident B of 8-bit planes (three tiles of 48-byte slice rows) and the decode
+    // kernel (which packs every B plane as bytes, 4-bit ones too); the other kernels skip it.
     // 16 likewise (16-byte rows of 8-bit B: resident B and the decode kernel).
     std::set<int> want{32, 64, 128, 256};
-    if (base.op == OpKind::SpMM && base.rhs.bits > 4) want.insert(48), want.insert(16);
+    if (base.op == OpKind::SpMM) want.insert(48), want.insert(16);
     EXPECT_EQ(bsns, want) << to_string(base);
     for (const Candidate &c : *cands)
       if (c.knobs.bsn == 48 || c.knobs.bsn == 16) {
@@ -735,12 +735,13 @@ TEST(Policy, DecodeKernelForSmallN) {
   c = policy_spec(base, &g, dev);
   EXPECT_EQ(c.spec.bsn, 16);
   EXPECT_NE(c.why.find("2 slices of 16 columns"), std::string::npos) << c.why;
-  // 4-bit B: 32-column tiles.
+  // 4-bit B: packed as bytes in the decode kernel (planner.cpp), so 16-column tiles as for 8-bit B.
   OpSpec b4 = base;
   b4.lhs = b4.rhs = {4, true};
   g = sig_of(4096, 4096, 16, 0.7);
   c = policy_spec(b4, &g, dev);
-  EXPECT_EQ(to_string(c.spec), "spmm.s4xs4.v8.n32d.pf.i32.sm_90");
+  EXPECT_EQ(to_string(c.spec), "spmm.s4xs4.v8.n16d.pf.i32.sm_90");
+  EXPECT_EQ(llvm::cantFail(plan(c.spec)).rhs.at(0).storage_bits, 8);
   // Two lhs groups: at most four accumulator tiles (no spill), so narrower tiles at N=64.
   OpSpec wide = base;
   wide.lhs = {16, true};
@@ -748,8 +749,8 @@ TEST(Policy, DecodeKernelForSmallN) {
   c = policy_spec(wide, &g, dev);
   EXPECT_TRUE(c.spec.decode);
   EXPECT_EQ(c.spec.bsn, 32) << c.why;
-  // N > 64: the decode kernel in the widest slices of 32+ columns that fit (48 for 8-bit B,
-  // 64 for 4-bit B), where one rhs plane of at most 8 bits is all of B and no knob is pinned.
+  // N > 64: the decode kernel in the widest slices of 32+ columns that fit (48), where one rhs
+  // plane of at most 8 bits is all of B and no knob is pinned.
   g.n = 65;
   c = policy_spec(base, &g, dev);
   EXPECT_TRUE(c.spec.decode);
@@ -757,7 +758,7 @@ TEST(Policy, DecodeKernelForSmallN) {
   EXPECT_EQ(c.why, "decode: N=65 in 2 slices of 48 columns, B resident (192 KiB a block), strides split over warps");
   g = sig_of(4096, 4096, 2048, 0.9);
   EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n48d.pf.i32.sm_90");
-  EXPECT_EQ(to_string(policy_spec(b4, &g, dev).spec), "spmm.s4xs4.v8.n64d.pf.i32.sm_90");
+  EXPECT_EQ(to_string(policy_spec(b4, &g, dev).spec), "spmm.s4xs4.v8.n48d.pf.i32.sm_90");
   c = policy_spec(wide, &g, dev);
   EXPECT_EQ(c.spec.bsn, 32) << "two lhs groups: four accumulator tiles at most; " << c.why;
   OpSpec r16 = base;

@@ -269,7 +269,7 @@ TEST(SpmmGpu, DecodeKernelInSlicesAtPrefillN) {
 // slice of 5 columns to 22 slices; one row-block (M=8: cut between every warp in every pass).
 TEST(SpmmGpu, DecodeKernelInKPanelsIsExact) {
   MAGICUBE_REQUIRE_GPU(ctx);
-  const DecodeType types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 64},
+  const DecodeType types[] = {{{8, true}, {8, true}, 8, 48},   {{4, true}, {8, true}, 8, 48}, {{4, true}, {4, true}, 8, 48},
                         {{8, false}, {8, false}, 4, 32}, {{16, true}, {8, true}, 2, 32}, {{7, false}, {5, true}, 8, 16}};
   std::vector<Case> cases;
   int i = 0;
