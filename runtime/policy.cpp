@@ -262,15 +262,10 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // TOPS before the epilogue term): 270 for V=8; generator 22 ran N >= 512 8 % faster (median,
 // 2026-11-26 03:46 UTC): 292. V=4 and V=2 were not remeasured.
 constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6.5;
-// 4-bit B: every stride's gathered B fragments are widened in registers before its mmas, so a
-// stride costs more while a row-block's epilogue does not. On the H100 (L4-R4, 2026-11-26 15:28
-// UTC, generator 29) the decode kernel past N = 64 ran 1.20-1.61x the estimate above (median
-// 1.40 at N = 2048-8192; s=0.5 1.4-1.6x, s=0.9 1.27-1.31x), and 14336x4096 N=128 s=0.5 went
-// sparse at 0.64x dense. A stride at 1.55 strides' cost fits both ends. With 4-bit A as well the
-// widening bound below takes it per slice, and each 16 columns of a slice past the first add 0.3
-// of a slice's widening (0.2 with 8-bit B): with both, the L4-R4 grid's sparse times are within
-// -23..+12 % of the estimate (median -7 to +1 % per band of N), and its replay loses no row.
-constexpr double kDecodeNibbleBStrideCost = 1.55, kDecodeNibbleTileCost[2] = {0.2, 0.3};  // 8-bit B, 4-bit B
+// 4-bit A: each 16 columns of a slice past the first add 0.2 of a slice's widening (the bound
+// below). (4-bit B cost 1.55 strides a stride and 0.3 a tile while the decode kernel widened it
+// per gather, 2026-11-26 15:28 UTC; since session 22 it packs B as bytes: planner.cpp.)
+constexpr double kDecodeNibbleTileCost = 0.2;
 // A float output's epilogue (dequantize in double and round each element) adds about 6 ps an
 // output element to our kernels: at s=0.9 (2026-11-26 10:47 UTC, generator 28, bf16 with row/col
 // scales and a row bias against int32) 4.1-7.3 ps at N = 512-8192 on 4096x4096, 11008x4096 and
@@ -376,9 +371,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   auto nibbles = [](const std::vector<Chunk> &planes) {  // a 4-bit plane, widened in registers
     return std::any_of(planes.begin(), planes.end(), [](const Chunk &c) { return c.storage_bits == 4; });
   };
-  const bool nibble_a = nibbles(plan.lhs), nibble_b = nibbles(plan.rhs);
-  const double stride_cost = decode && nibble_b ? kDecodeNibbleBStrideCost : 1.0;
-  const double tops = decode ? kDecodeTops[vi] / (stride_cost + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
+  const bool nibble_a = nibbles(plan.lhs);
+  const double tops = decode ? kDecodeTops[vi] / (1.0 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                              : kSparseTops[vi];
   e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
   if (decode)
@@ -388,11 +382,11 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
     e.sparse_us += m * n / scale *
                    std::max(kFloatEpilogueFloorUsPerElem,
                             kFloatEpilogueUsPerElem * std::min(1.0, kFloatEpilogueShortRb / std::max(1.0, sig.mean)));
-  const double tile_cost = kDecodeNibbleTileCost[nibble_b ? 1 : 0];  // each 16 columns past the first
+  const double tile_cost = kDecodeNibbleTileCost;  // each 16 columns past the first
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + vectors * v * (1 + tile_cost * (tiles - 1)) / scale *
                                                      std::max(reads / kDecodeNibbleElemsPerUs,
-                                                              stride_cost * slices / kDecodeNibbleSliceElemsPerUs));
+                                                              slices / kDecodeNibbleSliceElemsPerUs));
   return e;
 }
 
