@@ -233,10 +233,8 @@ std::string plan_launch(Plan &p) {
         const int rb = slice_row_bytes(p, c);
         if (rb != 16 && rb != 32 && rb != 48 && rb != 64)
           why = "decode: a row of B is " + S(rb) + " bytes per plane at BSn=" + S(s.bsn) + " (" + S(c.storage_bits) +
-                "-bit planes); it must be 16, 32, 48 or 64 (4-bit B needs BSn 32 or 64)";
+                "-bit planes); it must be 16, 32, 48 or 64";
       }
-      if (all_rhs_nibbles(p) && l.tiles % 2)
-        why = "decode: 4-bit B is gathered 32 columns at a time; BSn=" + S(s.bsn) + " must be 32 or 64";
       if (s.split != 1 || !s.prefetch)
         why = "decode: the decode kernel needs split 1 and prefetch (" + to_string(s) + ")";
       l.pdl = s.arch >= 90;  // griddepcontrol: PTX 7.8, sm_90

@@ -637,18 +637,25 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
             std::string::npos)
       << too_big;
   EXPECT_NE(too_big.find("232448"), std::string::npos) << too_big;
-  // 4-bit B is gathered 32 columns at a time: n16d refused, n32d built.
+  // 4-bit B is packed as bytes for the decode kernel (one byte an element, widened once when B is
+  // packed): n16d builds with 16-byte slice rows, n32d with 32, as for 8-bit B.
   OpSpec n4 = s;
   n4.lhs = n4.rhs = {4, true};
   auto p4 = plan(n4);
-  ASSERT_FALSE(bool(p4));
-  EXPECT_NE(llvm::toString(p4.takeError()).find("decode: 4-bit B is gathered 32 columns at a time; BSn=16 must be 32 or 64"),
-            std::string::npos);
+  ASSERT_TRUE(bool(p4)) << llvm::toString(p4.takeError());
+  EXPECT_EQ(p4->rhs.at(0).storage_bits, 8);
+  EXPECT_EQ(p4->lhs.at(0).storage_bits, 4) << "A stays 4-bit: its bytes are what the kernel streams";
+  EXPECT_EQ(p4->launch.slice_bytes_per_k, 16);
   n4.bsn = 32;
   auto p4b = plan(n4);
   ASSERT_TRUE(bool(p4b)) << llvm::toString(p4b.takeError());
   EXPECT_EQ(p4b->launch.family, KernelFamily::SpmmDecode);
-  EXPECT_EQ(p4b->launch.slice_bytes_per_k, 16);
+  EXPECT_EQ(p4b->launch.slice_bytes_per_k, 32);
+  n4.decode = n4.resident = false;  // the other kernels keep 4-bit B packed (widened per gather)
+  n4.bsn = 64;
+  EXPECT_EQ(llvm::cantFail(plan(n4)).rhs.at(0).storage_bits, 4);
+  n4.decode = n4.resident = true;
+  n4.bsn = 32;
   // sm_80 too (its int8 m16n8k32 plan widens the nibbles; the int4 plans have no decode kernel).
   n4.arch = 80;
   auto p80 = plan_candidates(n4);
