@@ -365,15 +365,16 @@ void KernelGen::epilogue() {
   auto crow = [&](const Expr &i) { return sh.m == 16 ? gid + 8 * (i >> 1) : gid; };
   auto ccol = [&](const Expr &i) { return sh.m == 16 ? tig * 2 + (i & 1) : tig * 2 + i; };
   e.comment("---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----");
-  // The int8 kernels' integer C, row-major, V >= 2: flat pair stores from the lane's pointers.
-  const bool flat_rows = int8m && !is_float(p.spec.out) && !p.spec.c_col && p.spec.v >= 2;
+  // The int8 kernels' integer C, row-major: flat pair stores from the lane's pointers (a V of 1
+  // has no second row: its elements go one by one).
+  const bool flat_rows = int8m && !is_float(p.spec.out) && !p.spec.c_col;
   if (flat_rows) {
     const Expr M("M"), N("N");
     const Expr vidx0 = let("const int", "vidx0", tig * 2, "the lane's first row in the vector (and the next)");
     const Expr col_lane = let("const int", "col_lane", n_base + nw + (nib ? 4 * gid : 2 * gid),
                               "the lane's first column in tile 0");
     e.decl("const bool", "pairs",
-           land(land(land(lt(vidx0, V), lt(blk * V + (V - 1), M)), lt(n_base + nw + (l.warp_cols - 1), N)),
+           land(land(land(lt(vidx0 + 1, V), lt(blk * V + (V - 1), M)), lt(n_base + nw + (l.warp_cols - 1), N)),
                 Expr("(((unsigned long long)c | ((unsigned)N << " + S(i64 ? 3 : 2) + ")) & " + S(i64 ? 15 : 7) + ") == 0")),
            "the warp's tiles lie in C, their pairs aligned");
     e.decl(std::string(i64 ? "long long" : "int") + " *", "c_lane", Expr("c") + cast("long long", blk * V + vidx0) * N + col_lane,
@@ -457,55 +458,41 @@ void KernelGen::epilogue() {
       e.close();
       continue;
     }
-    if (int8m && !is_float(p.spec.out)) {
-      // Two registers adjacent in C, one 8- or 16-byte store: a row's columns col, col + 1
-      // (registers i, i + 2), or with +ccol a column's rows vidx, vidx + 1 (registers 2j, 2j + 1;
-      // four lanes write a V=8 column's 32 bytes).
+    if (int8m && !is_float(p.spec.out)) {  // +ccol (the row-major C took the flat form above)
+      // Two registers adjacent in C, one 8- or 16-byte store: a column's rows vidx, vidx + 1
+      // (registers 2j, 2j + 1; four lanes write a V=8 column's 32 bytes). (The flat form ran 7-8 %
+      // slower here: bench/NOTES.md, Session 22.)
       const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
       const std::string U = i64 ? "unsigned long long" : "unsigned";
       const Expr col_base =
           nib ? n_base + nw + (32 * (t / 2) + 2 * (t % 2)) + 4 * gid : n_base + nw + 16 * t + 2 * gid;
-      // o[0] = a where `first` holds, o[1] = b where `second` does (the panels' adds instead when
+      const Expr vidx = let("const int", "vidx", tig * 2);
+      const Expr row = let("const int", "row", blk * V + vidx);
+      const Expr col0 = let("const int", "col0", col_base);
+      e.line("#pragma unroll");
+      auto loop = e.scope("for (int j = 0; j < 2; ++j)", "column col0 + j: registers 2j (row) and 2j + 1 (row + 1)");
+      e.declare("j");
+      const Expr j = Expr::var("j", 0, 1);
+      auto guard = e.scope("if (" + land(land(lt(vidx, V), lt(row, M)), lt(col0 + j, N)).str() + ")");
+      e.decl(E + " *", "o", Expr("c") + cast("long long", col0 + j) * M + row);
+      // o[0] always, o[1] where row + 1 lies in the vector and in C (the panels' adds instead when
       // accumulating).
-      auto store_pair = [&](const std::string &a, const std::string &b, const Expr &first, const Expr &second) {
-        const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
-        if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
-          e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
-          e.guarded(first, "atomicAdd((" + U + " *)o, (" + U + ")" + a + ");");
-          e.guarded(second, "atomicAdd((" + U + " *)o + 1, (" + U + ")" + b + ");");
-          e.line("continue;");
-          e.close();
-        }
-        e.open("if (" + land(second, aligned).str() + ")");
-        e.line("*(" + T2 + " *)o = make_" + T2 + "((" + E + ")" + a + ", (" + E + ")" + b + ");");
-        e.close_open("else");
-        e.guarded(first, "o[0] = (" + E + ")" + a + ";");
-        e.guarded(second, "o[1] = (" + E + ")" + b + ";");
+      const std::string a = "tot[2 * j]", b = "tot[2 * j + 1]";
+      const Expr second = land(lt(vidx + 1, V), lt(row + 1, M));
+      const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
+      if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
+        e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
+        e.line("atomicAdd((" + U + " *)o, (" + U + ")" + a + ");");
+        e.guarded(second, "atomicAdd((" + U + " *)o + 1, (" + U + ")" + b + ");");
+        e.line("continue;");
         e.close();
-      };
-      if (p.spec.c_col) {
-        const Expr vidx = let("const int", "vidx", tig * 2);
-        const Expr row = let("const int", "row", blk * V + vidx);
-        const Expr col0 = let("const int", "col0", col_base);
-        e.line("#pragma unroll");
-        auto loop = e.scope("for (int j = 0; j < 2; ++j)", "column col0 + j: registers 2j (row) and 2j + 1 (row + 1)");
-        e.declare("j");
-        const Expr j = Expr::var("j", 0, 1);
-        auto guard = e.scope("if (" + land(land(lt(vidx, V), lt(row, M)), lt(col0 + j, N)).str() + ")");
-        e.decl(E + " *", "o", Expr("c") + cast("long long", col0 + j) * M + row);
-        store_pair("tot[2 * j]", "tot[2 * j + 1]", Expr(1), land(lt(vidx + 1, V), lt(row + 1, M)));
-      } else {
-        e.line("#pragma unroll");
-        auto loop = e.scope("for (int i = 0; i < 2; ++i)", "registers i (column col) and i + 2 (col + 1)");
-        e.declare("i");
-        const Expr i = Expr::var("i", 0, 1);
-        const Expr vidx = let("const int", "vidx", tig * 2 + i);
-        const Expr row = let("const int", "row", blk * V + vidx);
-        const Expr col = let("const int", "col", col_base);
-        auto guard = e.scope("if (" + land(lt(vidx, V), lt(row, M)).str() + ")");
-        e.decl(E + " *", "o", Expr("c") + cast("long long", row) * N + col);
-        store_pair("tot[i]", "tot[i + 2]", lt(col, N), lt(col + 1, N));
       }
+      e.open("if (" + land(second, aligned).str() + ")");
+      e.line("*(" + T2 + " *)o = make_" + T2 + "((" + E + ")" + a + ", (" + E + ")" + b + ");");
+      e.close_open("else");
+      e.line("o[0] = (" + E + ")" + a + ";");
+      e.guarded(second, "o[1] = (" + E + ")" + b + ";");
+      e.close();
       continue;
     }
     e.unrolled("i", n, "", [&](const Expr &i) {
