@@ -11,7 +11,10 @@ call and a summary:
   sent dense, sparse was faster by >= 3 %   (a missed win)
   sent sparse, dense was faster by > 2 %    (a loss: "never slower than dense" breaks)
 
-usage: bench/route_replay.py RESULTS.csv [--cli build/bin/magicube] [--lhs s8 --rhs s8 --v 8]
+With --near F, also prints every problem whose two estimates lie within F of each other (the
+calls the margin decides), with the measured ratio.
+
+usage: bench/route_replay.py RESULTS.csv [--cli build/bin/magicube] [--lhs s8 --rhs s8 --v 8] [--near 0.08]
 """
 import argparse
 import csv
@@ -27,6 +30,7 @@ def main():
     ap.add_argument("--lhs", default="s8")
     ap.add_argument("--rhs", default="s8")
     ap.add_argument("--v", default="8")
+    ap.add_argument("--near", type=float, default=0.0)
     args = ap.parse_args()
     dense, sparse, route_ms, c_col = {}, {}, {}, {}
     with open(args.results) as f:
@@ -60,6 +64,10 @@ def main():
         # GEMM is the same; the median of those runs), else the contender's.
         ours = sorted(t for (m2, k2, n2, _), t in route_ms.items() if (m2, k2, n2) == (m, k, n))
         d, sp = ours[len(ours) // 2] if ours else dense[(m, k, n)], sparse[key]
+        est = re.search(r"sparse ~([\d.]+) us, dense ~([\d.]+) us", why)
+        if args.near and est and abs(float(est.group(1)) / float(est.group(2)) - 1) <= args.near:
+            print(f"near    {m}x{k} N={n} s={s}: estimates sparse/dense {float(est.group(1)) / float(est.group(2)):.3f}, "
+                  f"measured {sp / d:.3f} (took {took})")
         if took == "dense" and sp * 1.03 < d:
             missed += 1
             print(f"missed  {m}x{k} N={n} s={s}: sparse {sp*1e3:.1f} us, dense {d*1e3:.1f} us {why}")

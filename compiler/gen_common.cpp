@@ -365,9 +365,18 @@ void KernelGen::epilogue() {
   auto crow = [&](const Expr &i) { return sh.m == 16 ? gid + 8 * (i >> 1) : gid; };
   auto ccol = [&](const Expr &i) { return sh.m == 16 ? tig * 2 + (i & 1) : tig * 2 + i; };
   e.comment("---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----");
-  // The int8 kernels' integer C, row-major: flat pair stores from the lane's pointers (a V of 1
-  // has no second row: its elements go one by one).
-  const bool flat_rows = int8m && !is_float(p.spec.out) && !p.spec.c_col;
+  // The int8 kernels' row-major C: flat pair stores from the lane's pointer (a V of 1 has no
+  // second row: its elements go one by one). Float outputs read the lane's two rows' scale and
+  // bias once, and each tile's two columns' once (where they lie in C).
+  const bool flat_rows = int8m && !p.spec.c_col;
+  const bool flt = is_float(p.spec.out);
+  const bool rowcol = p.spec.scale == Scale::RowCol;
+  // C's element: its type and log2 of its size in bytes.
+  const std::string CE = p.spec.out == OutType::F32 ? "float"
+                         : flt                      ? "unsigned short"
+                         : i64                      ? "long long"
+                                                    : "int";
+  const int ce_log2 = p.spec.out == OutType::Int64 ? 3 : (p.spec.out == OutType::F16 || p.spec.out == OutType::BF16) ? 1 : 2;
   if (flat_rows) {
     const Expr M("M"), N("N");
     const Expr vidx0 = let("const int", "vidx0", tig * 2, "the lane's first row in the vector (and the next)");
@@ -375,10 +384,17 @@ void KernelGen::epilogue() {
                               "the lane's first column in tile 0");
     e.decl("const bool", "pairs",
            land(land(land(lt(vidx0 + 1, V), lt(blk * V + (V - 1), M)), lt(n_base + nw + (l.warp_cols - 1), N)),
-                Expr("(((unsigned long long)c | ((unsigned)N << " + S(i64 ? 3 : 2) + ")) & " + S(i64 ? 15 : 7) + ") == 0")),
+                Expr("(((unsigned long long)c | ((unsigned)N << " + S(ce_log2) + ")) & " + S((2 << ce_log2) - 1) +
+                     ") == 0")),
            "the warp's tiles lie in C, their pairs aligned");
-    e.decl(std::string(i64 ? "long long" : "int") + " *", "c_lane", Expr("c") + cast("long long", blk * V + vidx0) * N + col_lane,
-           "the lane's first element");
+    e.decl(CE + " *", "c_lane", Expr("c") + cast("long long", blk * V + vidx0) * N + col_lane, "the lane's first element");
+    if (flt && (rowcol || p.spec.bias == Bias::Row))
+      for (int r = 0; r < 2; ++r) {
+        const Expr row = blk * V + vidx0 + r, in_c = land(lt(vidx0 + r, V), lt(row, M));
+        if (rowcol)
+          e.decl("const double", "rs" + S(r), select(in_c, at("row_scale", row), Expr("0.0f")), "row " + S(r) + "'s scale");
+        if (p.spec.bias == Bias::Row) e.decl("const double", "rb" + S(r), select(in_c, at("bias", row), Expr("0.0f")), "its bias");
+      }
   }
   for (int t = 0; t < tiles(); ++t) {
     auto tile = e.scope();
@@ -429,20 +445,49 @@ void KernelGen::epilogue() {
       // is stored where it lies in C. Flat and short: ptxas lays every copy of the epilogue (one
       // in each ring slot) inline, and the longer form cost the ring kernels instruction-fetch
       // stalls (bench/NOTES.md, Session 22: L4-R8 prefill 1.25x faster).
-      const std::string T2 = i64 ? "longlong2" : "int2", E = i64 ? "long long" : "int";
       const std::string U = i64 ? "unsigned long long" : "unsigned";
       const int off = nib ? 32 * (t / 2) + 2 * (t % 2) : 16 * t;
       auto at_reg = [&](int r) { return Expr("c_lane") + ((r & 1) ? N + (off + (r >> 1)) : Expr(off + (r >> 1))); };
+      std::vector<std::string> val(n);  // register r's value as stored in C
+      if (flt) {
+        // the tile's two columns' scale and bias, then each register's rounded value (the same
+        // operations as mc_dequant, from values read once)
+        for (int j = 0; j < 2; ++j) {
+          const Expr col = Expr("col_lane") + (off + j), in_c = lt(col, N);
+          if (rowcol)
+            e.decl("const double", "cs" + S(j), select(in_c, at("col_scale", col), Expr("0.0f")), "column " + S(j) + "'s scale");
+          if (p.spec.bias == Bias::Col) e.decl("const double", "cb" + S(j), select(in_c, at("bias", col), Expr("0.0f")), "its bias");
+        }
+        for (int r = 0; r < n; ++r) {
+          const std::string rr = S(r & 1), cc = S(r >> 1);
+          const Expr x = call("mc_dequant_v", {"tot[" + S(r) + "]", int(p.spec.scale), "alpha", rowcol ? "rs" + rr : "0.0",
+                                               rowcol ? "cs" + cc : "0.0", int(p.spec.bias),
+                                               p.spec.bias == Bias::Row   ? "rb" + rr
+                                               : p.spec.bias == Bias::Col ? "cb" + cc
+                                                                          : "0.0"});
+          const Expr v = p.spec.out == OutType::F32 ? cg::call("__double2float_rn", {x})
+                                                    : call(p.spec.out == OutType::F16 ? "mc_to_f16" : "mc_to_bf16", {x});
+          val[r] = "v" + S(r);
+          e.decl("const " + CE, val[r], v);
+        }
+      } else {
+        for (int r = 0; r < n; ++r) val[r] = "(" + CE + ")tot[" + S(r) + "]";
+      }
       e.open("if (pairs)");
       for (int i = 0; i < 2; ++i) {
-        const std::string o = "(" + at_reg(i).str() + ")", a = "tot[" + S(i) + "]", b = "tot[" + S(i + 2) + "]";
+        const std::string o = "(" + at_reg(i).str() + ")", a = val[i], b = val[i + 2];
         if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
           e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
-          e.line("atomicAdd((" + U + " *)" + o + ", (" + U + ")" + a + "), atomicAdd((" + U + " *)" + o + " + 1, (" + U +
-                 ")" + b + ");");
+          e.line("atomicAdd((" + U + " *)" + o + ", (" + U + ")tot[" + S(i) + "]), atomicAdd((" + U + " *)" + o + " + 1, (" + U +
+                 ")tot[" + S(i + 2) + "]);");
           e.close_open("else");
         }
-        e.line("*(" + T2 + " *)" + o + " = make_" + T2 + "((" + E + ")" + a + ", (" + E + ")" + b + ");");
+        if (ce_log2 == 1)  // two 16-bit values, the lower address in the low half
+          e.line("*(unsigned *)" + o + " = (unsigned)" + a + " | ((unsigned)" + b + " << 16);");
+        else {
+          const std::string T2 = flt ? "float2" : i64 ? "longlong2" : "int2";
+          e.line("*(" + T2 + " *)" + o + " = make_" + T2 + "(" + a + ", " + b + ");");
+        }
         if (!accumulate_c.empty()) e.close();
       }
       e.close_open("else");
@@ -450,15 +495,15 @@ void KernelGen::epilogue() {
       for (int r = 0; r < n; ++r) {
         const Expr vidx = Expr("vidx0") + (r & 1);
         const Expr cond = land(land(lt(vidx, V), lt(blk * V + vidx, M)), lt(Expr("col_lane") + (off + (r >> 1)), N));
-        const std::string o = at_reg(r).str(), v = "tot[" + S(r) + "]";
-        e.guarded(cond, accumulate_c.empty() ? "*(" + o + ") = (" + E + ")" + v + ";"
-                                             : "{ if (" + accumulate_c + ") atomicAdd((" + U + " *)(" + o + "), (" + U + ")" +
-                                                   v + "); else *(" + o + ") = (" + E + ")" + v + "; }");
+        const std::string o = at_reg(r).str();
+        e.guarded(cond, accumulate_c.empty() ? "*(" + o + ") = " + val[r] + ";"
+                                             : "{ if (" + accumulate_c + ") atomicAdd((" + U + " *)(" + o + "), (" + U +
+                                                   ")tot[" + S(r) + "]); else *(" + o + ") = " + val[r] + "; }");
       }
       e.close();
       continue;
     }
-    if (int8m && !is_float(p.spec.out)) {  // +ccol (the row-major C took the flat form above)
+    if (int8m && !flt) {  // +ccol (the row-major C took the flat form above)
       // Two registers adjacent in C, one 8- or 16-byte store: a column's rows vidx, vidx + 1
       // (registers 2j, 2j + 1; four lanes write a V=8 column's 32 bytes). (The flat form ran 7-8 %
       // slower here: bench/NOTES.md, Session 22.)

@@ -43,23 +43,40 @@ MC_FN unsigned mc_round_bits(double x, int mb, int ew, int emin, int emax) {
 }
 
 //@snippet mc_odd_f32 needs MC_FN
-// The kernels' conversions: mc_round_bits' results (tests/test_epilogue.cpp checks them against
-// it), with one double-to-float conversion instead of frexp and ldexp in double.
+// The kernels' conversions: mc_round_bits' results (tests/test_epilogue.cpp checks the CPU's
+// branch against it, tests/gpu/test_epilogue_gpu.cpp the device's at the formats' edges), with
+// one double-to-float conversion instead of frexp and ldexp in double. On the device (the
+// __CUDA_ARCH__ branches) the float is rounded by the hardware's cvt instructions: the same bits
+// in a fifth of the code, which every ring slot's epilogue carries (bench/NOTES.md, Session 23).
 // x (not NaN) as a float's bit pattern rounded to odd: toward zero, with the last mantissa bit
 // set where that was inexact. Rounding this float to nearest even into a format with at least
 // two fewer mantissa bits and no wider exponent range gives x's own nearest-even rounding
 // (round-to-odd, Boldo and Melquiond 2008): f16 and bf16 both are such formats.
 MC_FN unsigned mc_odd_f32(double x) {
+#ifdef __CUDA_ARCH__
+  // One cvt toward zero (past the float range: the largest float), then the inexact bit.
+  const float f = __double2float_rz(x);
+  const unsigned b = MC_F32_BITS(f);
+  return (double)f != x ? b | 1u : b;
+#else
   const float f = (float)x;  // to nearest (past the float range: infinity)
   unsigned b = MC_F32_BITS(f);
   const double ax = x < 0 ? -x : x, af = f < 0 ? -(double)f : (double)f;
   if (af > ax) b -= 1u;   // rounded away from zero: the float next toward it
   if (af != ax) b |= 1u;  // inexact: odd
   return b;
+#endif
 }
 
 //@snippet mc_to_f16 needs mc_odd_f32
 MC_FN unsigned short mc_to_f16(double x) {
+#ifdef __CUDA_ARCH__
+  // The hardware's nearest-even conversion of the odd float (subnormal f16 and overflow to
+  // infinity included): the branches below in one instruction, and no branch for NaN.
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(__uint_as_float(mc_odd_f32(x))));
+  return x != x ? (unsigned short)0x7e00u : h;
+#endif
   if (x != x) return 0x7e00u;  // NaN, as mc_round_bits writes it
   const unsigned b = mc_odd_f32(x), sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
   if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // >= 65520: rounds to infinity
@@ -74,23 +91,36 @@ MC_FN unsigned short mc_to_f16(double x) {
 
 //@snippet mc_to_bf16 needs mc_odd_f32
 MC_FN unsigned short mc_to_bf16(double x) {
+#ifdef __CUDA_ARCH__
+  unsigned short h;  // the hardware's nearest-even conversion of the odd float (sm_80 on)
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(__uint_as_float(mc_odd_f32(x))));
+  return x != x ? (unsigned short)0x7fc0u : h;
+#endif
   if (x != x) return 0x7fc0u;  // NaN, as mc_round_bits writes it
   const unsigned b = mc_odd_f32(x);
   return (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);  // nearest even at bit 16
 }
 
-//@snippet mc_dequant needs MC_FN
-// The dequantized value of one output element (scale/bias pointers may be null when the
-// op does not use them).
-MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float *row_scale, const float *col_scale,
-                        int bias_mode, const float *bias, long long row, long long col) {
+//@snippet mc_dequant_v needs MC_FN
+// The dequantized value of one output element from its operands' values: the scales of its
+// row and column (used with scale_mode 2) and its bias (used with bias_mode 1 or 2), each a
+// float widened to double (exactly; kernels widen them once per row or column).
+MC_FN double mc_dequant_v(long long acc, int scale_mode, float alpha, double row_scale, double col_scale, int bias_mode,
+                          double bias) {
   double x = (double)acc;
   if (scale_mode == 1) x = x * (double)alpha;
   if (scale_mode == 2) {
-    x = x * (double)row_scale[row];
-    x = x * (double)col_scale[col];
+    x = x * row_scale;
+    x = x * col_scale;
   }
-  if (bias_mode == 1) x = x + (double)bias[row];
-  if (bias_mode == 2) x = x + (double)bias[col];
+  if (bias_mode != 0) x = x + bias;
   return x;
+}
+//@snippet mc_dequant needs mc_dequant_v
+// The same from the scale and bias arrays (pointers may be null when the op does not use them).
+MC_FN double mc_dequant(long long acc, int scale_mode, float alpha, const float *row_scale, const float *col_scale,
+                        int bias_mode, const float *bias, long long row, long long col) {
+  return mc_dequant_v(acc, scale_mode, alpha, scale_mode == 2 ? (double)row_scale[row] : 0.0,
+                      scale_mode == 2 ? (double)col_scale[col] : 0.0, bias_mode,
+                      bias_mode == 1 ? (double)bias[row] : bias_mode == 2 ? (double)bias[col] : 0.0);
 }

@@ -206,4 +206,45 @@ TEST(EpilogueGpu, FloatOutputsInAColumnMajorC) {
   }
 }
 
+// The kernels round f16 and bf16 with the hardware's cvt (templates/epilogue_math.cuh, the
+// __CUDA_ARCH__ branches), the CPU reference in software: the two must agree at the formats'
+// edges too. Per-tensor scales put the exact results (|acc| up to ~2^25) across each format's
+// ties (an odd integer past 2^11 in f16, 2^8 in bf16), subnormals (2^-36, 2^-140: under f16's
+// 2^-14 and near bf16's 2^-126), overflow (1 for f16, 3e38 for bf16 and f32) and the signed
+// zero (a zero sum times a negative scale), in every kernel family that writes floats.
+TEST(EpilogueGpu, HardwareRoundingAtTheFormatsEdges) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(47);
+  std::vector<OpSpec> specs;
+  for (OutType out : {OutType::F16, OutType::BF16, OutType::F32}) {
+    OpSpec d{OpKind::SpMM, {8, true}, {8, true}, 8, 48, true, out, 90, Scale::Tensor, Bias::None};
+    d.resident = d.decode = true;
+    OpSpec d16 = d;
+    d16.bsn = 16;
+    d16.v = 4;
+    OpSpec res = d;
+    res.decode = false;
+    res.bsn = 32;
+    specs.insert(specs.end(), {d, d16, res, OpSpec{OpKind::SpMM, {8, true}, {8, true}, 8, 64, true, out, 90, Scale::Tensor, Bias::None},
+                               OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 64, true, out, 90, Scale::Tensor, Bias::None},
+                               OpSpec{OpKind::SpMM, {4, false}, {4, true}, 2, 64, true, out, 80, Scale::Tensor, Bias::None}});
+  }
+  for (const OpSpec &s : specs) {
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    const int64_t m = 301, k = 2000, n = s.decode && s.bsn == 16 ? 13 : 70;
+    VectorSparse a = random_vector_sparse(rng, m, k, s.v, k, s.lhs);
+    std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+    for (int64_t i = 0; i < k; ++i) b[size_t(i * n)] = 0;  // column 0 of C: exact zeros
+    const std::vector<int64_t> exact = reference_spmm(a, b, n);
+    for (float alpha : {1.0f, -1.0f, 0x1p-36f, -0x1p-36f, 0x1p-140f, 3e38f, -3e38f}) {
+      EpilogueArgs e;
+      e.alpha = alpha;
+      auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
+      ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+      EXPECT_EQ(float_c_mismatch(s, exact, e, *r, m, n), "") << "alpha " << alpha << "\n" << p->str();
+    }
+  }
+}
+
 }  // namespace
