@@ -366,10 +366,11 @@ void KernelGen::epilogue() {
   auto ccol = [&](const Expr &i) { return sh.m == 16 ? tig * 2 + (i & 1) : tig * 2 + i; };
   e.comment("---- epilogue: shift each term, sum, exchange stacked slots, write V rows ----");
   // The int8 kernels' row-major C: flat pair stores from the lane's pointer (a V of 1 has no
-  // second row: its elements go one by one). Float outputs read the lane's two rows' scale and
-  // bias once, and each tile's two columns' once (where they lie in C).
+  // second row: its elements go one by one). Their float outputs, in either order, read the
+  // lane's two rows' scale and bias once, and each tile's two columns' once (where they lie in C).
   const bool flat_rows = int8m && !p.spec.c_col;
   const bool flt = is_float(p.spec.out);
+  const bool flat_floats = int8m && flt;
   const bool rowcol = p.spec.scale == Scale::RowCol;
   // C's element: its type and log2 of its size in bytes.
   const std::string CE = p.spec.out == OutType::F32 ? "float"
@@ -377,17 +378,22 @@ void KernelGen::epilogue() {
                          : i64                      ? "long long"
                                                     : "int";
   const int ce_log2 = p.spec.out == OutType::Int64 ? 3 : (p.spec.out == OutType::F16 || p.spec.out == OutType::BF16) ? 1 : 2;
-  if (flat_rows) {
-    const Expr M("M"), N("N");
+  const Expr M("M"), N("N");
+  if (flat_rows || flat_floats) {
     const Expr vidx0 = let("const int", "vidx0", tig * 2, "the lane's first row in the vector (and the next)");
     const Expr col_lane = let("const int", "col_lane", n_base + nw + (nib ? 4 * gid : 2 * gid),
                               "the lane's first column in tile 0");
-    e.decl("const bool", "pairs",
-           land(land(land(lt(vidx0 + 1, V), lt(blk * V + (V - 1), M)), lt(n_base + nw + (l.warp_cols - 1), N)),
-                Expr("(((unsigned long long)c | ((unsigned)N << " + S(ce_log2) + ")) & " + S((2 << ce_log2) - 1) +
-                     ") == 0")),
-           "the warp's tiles lie in C, their pairs aligned");
-    e.decl(CE + " *", "c_lane", Expr("c") + cast("long long", blk * V + vidx0) * N + col_lane, "the lane's first element");
+    if (flat_rows) {
+      e.decl("const bool", "pairs",
+             land(land(land(lt(vidx0 + 1, V), lt(blk * V + (V - 1), M)), lt(n_base + nw + (l.warp_cols - 1), N)),
+                  Expr("(((unsigned long long)c | ((unsigned)N << " + S(ce_log2) + ")) & " + S((2 << ce_log2) - 1) +
+                       ") == 0")),
+             "the warp's tiles lie in C, their pairs aligned");
+      e.decl(CE + " *", "c_lane", Expr("c") + cast("long long", blk * V + vidx0) * N + col_lane, "the lane's first element");
+    } else {
+      e.decl("const int", "row0", blk * V + vidx0, "the lane's first row in C");
+      e.decl("const bool", "second", land(lt(vidx0 + 1, V), lt(Expr("row0") + 1, M)), "and its second");
+    }
     if (flt && (rowcol || p.spec.bias == Bias::Row))
       for (int r = 0; r < 2; ++r) {
         const Expr row = blk * V + vidx0 + r, in_c = land(lt(vidx0 + r, V), lt(row, M));
@@ -396,6 +402,41 @@ void KernelGen::epilogue() {
         if (p.spec.bias == Bias::Row) e.decl("const double", "rb" + S(r), select(in_c, at("bias", row), Expr("0.0f")), "its bias");
       }
   }
+  // Register r of an int8 kernel's tile (row vidx0 + (r & 1), column col_lane + off + (r >> 1))
+  // as stored in C: its float value, declared here from the scales and bias read once (the same
+  // operations as mc_dequant), or its integer.
+  auto stored_values = [&](int off) {
+    std::vector<std::string> val(static_cast<size_t>(nc()), std::string());
+    if (!flt) {
+      for (int r = 0; r < nc(); ++r) val[size_t(r)] = "(" + CE + ")tot[" + S(r) + "]";
+      return val;
+    }
+    for (int j = 0; j < 2; ++j) {
+      const Expr col = Expr("col_lane") + (off + j), in_c = lt(col, N);
+      if (rowcol)
+        e.decl("const double", "cs" + S(j), select(in_c, at("col_scale", col), Expr("0.0f")), "column " + S(j) + "'s scale");
+      if (p.spec.bias == Bias::Col) e.decl("const double", "cb" + S(j), select(in_c, at("bias", col), Expr("0.0f")), "its bias");
+    }
+    for (int r = 0; r < nc(); ++r) {
+      const std::string rr = S(r & 1), cc = S(r >> 1);
+      const Expr x = call("mc_dequant_v", {"tot[" + S(r) + "]", int(p.spec.scale), "alpha", rowcol ? "rs" + rr : "0.0",
+                                           rowcol ? "cs" + cc : "0.0", int(p.spec.bias),
+                                           p.spec.bias == Bias::Row   ? "rb" + rr
+                                           : p.spec.bias == Bias::Col ? "cb" + cc
+                                                                      : "0.0"});
+      const Expr v = p.spec.out == OutType::F32 ? cg::call("__double2float_rn", {x})
+                                                : call(p.spec.out == OutType::F16 ? "mc_to_f16" : "mc_to_bf16", {x});
+      val[size_t(r)] = "v" + S(r);
+      e.decl("const " + CE, val[size_t(r)], v);
+    }
+    return val;
+  };
+  // Two adjacent values of C, one store at o (two 16-bit values: the lower address in the low half).
+  auto store_pair = [&](const std::string &o, const std::string &a, const std::string &b) {
+    if (ce_log2 == 1) return "*(unsigned *)" + o + " = (unsigned)" + a + " | ((unsigned)" + b + " << 16);";
+    const std::string T2 = flt ? "float2" : i64 ? "longlong2" : "int2";
+    return "*(" + T2 + " *)" + o + " = make_" + T2 + "(" + a + ", " + b + ");";
+  };
   for (int t = 0; t < tiles(); ++t) {
     auto tile = e.scope();
     e.decl(T, "tot[" + S(n) + "]", Expr("{}"), i64 ? "int64" : "int32, wrapping");
@@ -437,7 +478,6 @@ void KernelGen::epilogue() {
       }
     }
     // 3. the V rows
-    const Expr M("M"), N("N");
     if (flat_rows) {
       // Register r of the tile: row vidx0 + (r & 1), column col_lane + off + (r >> 1). Where the
       // warp's whole tile lies in C and C is aligned (`pairs`), registers r and r + 2 make one 8-
@@ -448,31 +488,7 @@ void KernelGen::epilogue() {
       const std::string U = i64 ? "unsigned long long" : "unsigned";
       const int off = nib ? 32 * (t / 2) + 2 * (t % 2) : 16 * t;
       auto at_reg = [&](int r) { return Expr("c_lane") + ((r & 1) ? N + (off + (r >> 1)) : Expr(off + (r >> 1))); };
-      std::vector<std::string> val(n);  // register r's value as stored in C
-      if (flt) {
-        // the tile's two columns' scale and bias, then each register's rounded value (the same
-        // operations as mc_dequant, from values read once)
-        for (int j = 0; j < 2; ++j) {
-          const Expr col = Expr("col_lane") + (off + j), in_c = lt(col, N);
-          if (rowcol)
-            e.decl("const double", "cs" + S(j), select(in_c, at("col_scale", col), Expr("0.0f")), "column " + S(j) + "'s scale");
-          if (p.spec.bias == Bias::Col) e.decl("const double", "cb" + S(j), select(in_c, at("bias", col), Expr("0.0f")), "its bias");
-        }
-        for (int r = 0; r < n; ++r) {
-          const std::string rr = S(r & 1), cc = S(r >> 1);
-          const Expr x = call("mc_dequant_v", {"tot[" + S(r) + "]", int(p.spec.scale), "alpha", rowcol ? "rs" + rr : "0.0",
-                                               rowcol ? "cs" + cc : "0.0", int(p.spec.bias),
-                                               p.spec.bias == Bias::Row   ? "rb" + rr
-                                               : p.spec.bias == Bias::Col ? "cb" + cc
-                                                                          : "0.0"});
-          const Expr v = p.spec.out == OutType::F32 ? cg::call("__double2float_rn", {x})
-                                                    : call(p.spec.out == OutType::F16 ? "mc_to_f16" : "mc_to_bf16", {x});
-          val[r] = "v" + S(r);
-          e.decl("const " + CE, val[r], v);
-        }
-      } else {
-        for (int r = 0; r < n; ++r) val[r] = "(" + CE + ")tot[" + S(r) + "]";
-      }
+      const std::vector<std::string> val = stored_values(off);
       e.open("if (pairs)");
       for (int i = 0; i < 2; ++i) {
         const std::string o = "(" + at_reg(i).str() + ")", a = val[i], b = val[i + 2];
@@ -482,12 +498,7 @@ void KernelGen::epilogue() {
                  ")tot[" + S(i + 2) + "]);");
           e.close_open("else");
         }
-        if (ce_log2 == 1)  // two 16-bit values, the lower address in the low half
-          e.line("*(unsigned *)" + o + " = (unsigned)" + a + " | ((unsigned)" + b + " << 16);");
-        else {
-          const std::string T2 = flt ? "float2" : i64 ? "longlong2" : "int2";
-          e.line("*(" + T2 + " *)" + o + " = make_" + T2 + "(" + a + ", " + b + ");");
-        }
+        e.line(store_pair(o, a, b));
         if (!accumulate_c.empty()) e.close();
       }
       e.close_open("else");
@@ -501,6 +512,25 @@ void KernelGen::epilogue() {
                                                    ")tot[" + S(r) + "]); else *(" + o + ") = " + val[r] + "; }");
       }
       e.close();
+      continue;
+    }
+    if (flat_floats) {  // +ccol, float: a column's rows row0 and row0 + 1 (registers 2j, 2j + 1) adjacent in C
+      const int off = nib ? 32 * (t / 2) + 2 * (t % 2) : 16 * t;
+      const std::vector<std::string> val = stored_values(off);
+      for (int j = 0; j < 2; ++j) {
+        const Expr col = Expr("col_lane") + (off + j);
+        auto guard = e.scope("if (" + land(land(lt("vidx0", V), lt("row0", M)), lt(col, N)).str() + ")",
+                             "column col_lane + " + S(off + j));
+        const std::string o = "o" + S(j);
+        e.decl(CE + " *", o, Expr("c") + cast("long long", col) * M + Expr("row0"));
+        const std::string a = val[size_t(2 * j)], b = val[size_t(2 * j + 1)];
+        e.open("if (second && ((unsigned long long)" + o + " & " + S((2 << ce_log2) - 1) + ") == 0)");
+        e.line(store_pair("(" + o + ")", a, b));
+        e.close_open("else");
+        e.line(o + "[0] = " + a + ";");
+        e.guarded(Expr("second"), o + "[1] = " + b + ";");
+        e.close();
+      }
       continue;
     }
     if (int8m && !flt) {  // +ccol (the row-major C took the flat form above)

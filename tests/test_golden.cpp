@@ -39,6 +39,9 @@ const Golden kGoldens[] = {
     {"spmm_decode_s4s8_v8_n48dp4800_sm90", "spmm.s4xs8.v8.n48dp4800.pf.i32.sm_90", 0},
     // 4-bit B packed as bytes (sign-extended when B is packed): the 8-bit-B kernel with s4 x s4 types
     {"spmm_decode_s4s4_v8_n16d_sm90", "spmm.s4xs4.v8.n16d.pf.i32.sm_90", 0},
+    // the torch layer's kernel: bf16, row x column scales and a row bias, C column-major (a
+    // column's two rows as one store, scales read once per row and column, the hardware's cvt)
+    {"spmm_decode_s8s8_v8_n16d_bf16_rc_rowbias_ccol_sm90", "spmm.s8xs8.v8.n16d.pf.bf16+rc+rowbias+ccol.sm_90", 0},
     {"spmm_ring_s8u4_v8_sm90", "spmm.s8xu4.v8.n64.pf.i32.sm_90", 0},  // PTX, 4-bit B: nibble widening
     {"spmm_ring_s8u4_v8_sm90", "spmm.s8xu4.v8.n64.pf.i32.sm_90", 0, true},
     {"spmm_generic_s12u4_v4_sm80", "spmm.s12xu4.v4.n64.pf.i32.sm_80", 0},  // int4 m16n8k64
