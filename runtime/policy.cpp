@@ -218,8 +218,10 @@ constexpr double kDenseLaunchUs = 7.2, kDenseBytesPerUs = 2.2e6, kDenseTops = 15
 // The dense route's epilogue kernel (outputs other than int32): an elementwise pass, 4 bytes
 // read and the output's written an element. On the H100 (2026-11-26 10:08 UTC, L2 flushed) it
 // added 8.8 us to the GEMM at 4096x4096 N=512 in bf16, 82.5 us at N=8192 (201 MB: 2.4 TB/s) and
-// 212 us at 11008x4096 N=8192 (2.55 TB/s); f32 and int64 ran at 2.9-3.0 TB/s.
-constexpr double kEpilogueLaunchUs = 3.0, kEpilogueBytesPerUs = 2.5e6;
+// 212 us at 11008x4096 N=8192 (2.55 TB/s); f32 and int64 ran at 2.9-3.0 TB/s. With the
+// hardware's cvt (generator 31; session 23 run-d, bf16 +rc+rowbias) bf16 runs as fast: +20 us at
+// 4096x4096 N=2048, +46 at 11008x4096 N=2048 (135 MB: 2.9 TB/s); 3.0.
+constexpr double kEpilogueLaunchUs = 3.0, kEpilogueBytesPerUs = 3.0e6;
 // Our kernels: the decode kernel (N <= 64) streams its weight once per column slice at about
 // 2 TB/s after a fixed 6.6 us, plus 12.3 us per MB of the B slice each block loads first
 // (K x BSn bytes: 0.8 us at K=4096, 2.8 us at 14336). The fit over the 126 decode problems
@@ -277,7 +279,18 @@ constexpr double kDecodeNibbleTileCost = 0.2;
 // had sent three of those problems dense at 1.10-1.15x the sparse kernel's time. So 6 ps for
 // row-blocks of up to kFloatEpilogueShortRb vectors (s=0.9 at K=4096), less in proportion for
 // longer ones, down to 2.5 ps.
+// Generator 31 (2026-11-26, session 23) rounds with the hardware's cvt and reads each row's and
+// column's scale once: the decode kernel's float epilogue shrank from 175 to 67 KB of code in
+// its ring slots and costs (bf16, row x column scales, row bias, against the int32 estimate;
+// bench/results/2026-11-26-h100-session23/run-d) 1.5-2.5 ps into a row-major C and 2.4-3.3
+// into a column-major one at s=0.9 on 4096x4096, 11008x4096 and 14336x4096 (N = 512-8192),
+// 0.2-1.4 ps at s=0.7 and about 0.5 at s=0.5: 2 and 3 ps for short row-blocks, less in proportion
+// for longer ones. With the old 6 ps the route sent those s=0.9 problems dense at 1.08-1.37x the
+// sparse kernel's time. The other kernels (the ring kernel where K does not let a float output
+// use the decode kernel: 4096x11008, N >= 512) keep 6 ps; replayed on run-d's 59 float problems
+// the route then loses none by more than 2 % (16 with the old terms).
 constexpr double kFloatEpilogueUsPerElem = 6e-6, kFloatEpilogueFloorUsPerElem = 2.5e-6;
+constexpr double kDecodeFloatEpilogueUsPerElem = 2e-6, kDecodeFloatEpilogueUsPerElemColumnMajor = 3e-6;
 constexpr double kFloatEpilogueShortRb = 512;
 // Each wave of blocks past the first: its slice load and about 7 us more (its blocks' first
 // round trips and cut sums): 4096x4096 s=0.9 N=8192 (four waves) ran 9 % slower an op than
@@ -301,15 +314,17 @@ constexpr double kPanelAddBytesPerUsColumnMajor = 1.2e6;
 // sees as even (within 3 %) on the dense route. Replayed on that grid's estimates and times:
 // 168 of 180 rows (N != 2) at >= 0.97x dense and 111 at >= 1.00x, against 161 and 88 with
 // 6.0 us and 10 %.
-// Then below 1 (2026-11-26, session 23): the sparse route wins the calls the model sees as even.
-// Over the session-22 grids every N <= 64 problem whose estimates lay within 8 % of each other
-// measured at or below its estimated ratio but one (+2 %: 14336x4096 N=64 s=0.5, 0.961 -> 0.982),
-// while the dense route's time there is a draw among cuBLASLt configurations that time alike
-// in its selection and not afterwards: 4096x14336 N=32 s=0.5 (estimates 34.5 / 34.4 us) kept
-// dense, its selection then ran 50.7 us paired against the contender's 39.0, the sparse kernel
-// 33.1. At 0.97 that row, V=4 N=32 s=0.5 and V=2 N=32 s=0.7 go sparse (measured 0.95-0.985x the
-// dense time); replayed over the sessions 19-22 grids, none is sent sparse that dense won.
-constexpr double kSparseMargin = 0.97;
+constexpr double kSparseMargin = 1.03;
+// The decode kernel at N <= 64 (2026-11-26, session 23): below 1, the sparse route wins the calls
+// the model sees as even. Over the session-22 grids every N <= 64 problem whose estimates lay
+// within 8 % of each other measured at or below its estimated ratio but one (+2 %: 14336x4096
+// N=64 s=0.5, 0.961 -> 0.982), while the dense route's time there is a draw among cuBLASLt
+// configurations that time alike in its selection and not afterwards: 4096x14336 N=32 s=0.5
+// (estimates 34.5 / 34.4 us) kept dense, its selection then ran 50.7 us paired against the
+// contender's 39.0, the sparse kernel 33.1. At 0.97 that row, V=4 N=32 s=0.5 and V=2 N=32 s=0.7
+// go sparse (measured 0.95-0.985x the dense time); replayed over the sessions 21-22 grids, none
+// is sent sparse that dense won.
+constexpr double kSparseMarginDecode = 0.97;
 // Past N = 64 (the decode kernel in slices against a dense GEMM bound by its ops) the dense
 // estimate runs 5-12 % slow at N=8192 (200 us against 178-191 measured at 4096x4096, where the
 // sparse kernel's 191 us was estimated exactly): 8 % at first. On the 2026-11-26 13:49 UTC grid
@@ -372,7 +387,7 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const int vi = spec.v >= 8 ? 3 : spec.v >= 4 ? 2 : spec.v >= 2 ? 1 : 0;
   const double stream = decode ? kDecodeBytesPerUs * kDecodeStreamShare[vi] : resident ? kResidentBytesPerUs : kOtherBytesPerUs;
   const bool wide_decode = decode && n > 64;  // the decode kernel in slices (kDecodeTops)
-  e.margin = wide_decode ? kSparseMarginWideN : kSparseMargin;
+  e.margin = wide_decode ? kSparseMarginWideN : decode ? kSparseMarginDecode : kSparseMargin;
   // The decode kernel's op rate at any N (at N = 32-64 the other kernels' rate, kSparseTops,
   // had put its compute bound 25 % above the measured time: 17.7 us against 14.1 at 4096x4096
   // s=0.5 N=64, 2026-11-26 03:46 UTC, and four problems went dense that it won by 3-5 %).
@@ -386,10 +401,12 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   if (decode)
     e.sparse_us += double(plan.launch.panels(sig.k) - 1) * out_bytes * m * n /
                    ((spec.c_col ? kPanelAddBytesPerUsColumnMajor : kPanelAddBytesPerUs) * scale);
-  if (is_float(spec.out))
+  if (is_float(spec.out)) {
+    const double short_rb = std::min(1.0, kFloatEpilogueShortRb / std::max(1.0, sig.mean));
     e.sparse_us += m * n / scale *
-                   std::max(kFloatEpilogueFloorUsPerElem,
-                            kFloatEpilogueUsPerElem * std::min(1.0, kFloatEpilogueShortRb / std::max(1.0, sig.mean)));
+                   (decode ? (spec.c_col ? kDecodeFloatEpilogueUsPerElemColumnMajor : kDecodeFloatEpilogueUsPerElem) * short_rb
+                           : std::max(kFloatEpilogueFloorUsPerElem, kFloatEpilogueUsPerElem * short_rb));
+  }
   const double tile_cost = kDecodeNibbleTileCost;  // each 16 columns past the first
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + vectors * v * (1 + tile_cost * (tiles - 1)) / scale *
