@@ -86,6 +86,23 @@ def test_torch_device_layouts_streams_and_graphs(gpu):
     _check_torch_layouts_streams_and_graph(w, a)
 
 
+def test_torch_op_workspace_follows_the_operands_alignment(gpu):
+    """The torch op keeps workspace sizes by their arguments: B read in place (16-byte aligned),
+    then the same shape at an odd address (repacked through the workspace), then in place again."""
+    torch = pytest.importorskip("torch")
+    import magicube.torch as mt
+    rng = np.random.default_rng(11)
+    a = vector_sparse(rng, 96, 256, 8, 0.3)
+    w = magicube.pack_weight(a, "spmm.s8xs8.v8.i32.sm_80")
+    b = torch.randint(-128, 128, (256, 256), dtype=torch.int8, device="cuda")
+    b_odd = torch.empty(256 * 256 + 1, dtype=torch.int8, device="cuda")[1:].view(256, 256)
+    b_odd.copy_(b)
+    assert b_odd.data_ptr() % 16 == 1
+    want = torch.from_numpy(_ref(a, b.cpu().numpy())).cuda()
+    for x in (b, b_odd, b):
+        assert torch.equal(mt.spmm(w, x).long(), want)
+
+
 def test_sparse_linear_matches_a_reference_and_compiles(gpu):
     torch = pytest.importorskip("torch")
     import magicube.torch as mt
