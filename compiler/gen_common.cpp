@@ -349,7 +349,11 @@ Expr KernelGen::store_value(const Expr &v, const Expr &row, const Expr &col) {
     case OutType::Int64: return v;
     default: break;
   }
-  const Expr x = call("mc_dequant", {v, int(p.spec.scale), "alpha", "row_scale", "col_scale", int(p.spec.bias), "bias", row, col});
+  return rounded(
+      call("mc_dequant", {v, int(p.spec.scale), "alpha", "row_scale", "col_scale", int(p.spec.bias), "bias", row, col}));
+}
+
+Expr KernelGen::rounded(const Expr &x) {
   if (p.spec.out == OutType::F32) return cg::call("__double2float_rn", {x});
   return call(p.spec.out == OutType::F16 ? "mc_to_f16" : "mc_to_bf16", {x});
 }
@@ -424,10 +428,8 @@ void KernelGen::epilogue() {
                                            p.spec.bias == Bias::Row   ? "rb" + rr
                                            : p.spec.bias == Bias::Col ? "cb" + cc
                                                                       : "0.0"});
-      const Expr v = p.spec.out == OutType::F32 ? cg::call("__double2float_rn", {x})
-                                                : call(p.spec.out == OutType::F16 ? "mc_to_f16" : "mc_to_bf16", {x});
       val[size_t(r)] = "v" + S(r);
-      e.decl("const " + CE, val[size_t(r)], v);
+      e.decl("const " + CE, val[size_t(r)], rounded(x));
     }
     return val;
   };

@@ -144,6 +144,7 @@ class KernelGen {
 
  private:
   Expr store_value(const Expr &v, const Expr &row, const Expr &col);
+  Expr rounded(const Expr &x);  // a float output's double value rounded to its type
   Expr slot_of(const Expr &kk) const;
   Expr rhs_reg(int j, const Expr &k0, const Expr &col, const Expr &kb);
 };
