@@ -13,6 +13,16 @@ def test_ops_are_registered():
     assert hasattr(torch.ops.magicube, "spmm") and hasattr(torch.ops.magicube, "sddmm")
 
 
+def test_a_header_of_the_wrong_length_is_named_and_not_kept():
+    from magicube.torch import _header, _headers
+    for _ in range(2):  # refused again: the op's header table keeps only good headers
+        with pytest.raises(magicube.Error, match="header: 31 values, expected 32"):
+            _header([0] * 31)
+    assert (0,) * 31 not in _headers
+    h, key = _header([1] * 32)
+    assert key in _headers and _header([1] * 32)[0] is h
+
+
 def test_fake_shapes_on_meta_tensors():
     w = np.zeros((40, 64), np.int8)
     w[0:8, 3] = 1
