@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/quantize.h"
 #include "capi/repack.h"
 #include "compiler/codegen.h"
 #include "compiler/dense_chunks.h"
@@ -1044,6 +1045,36 @@ int magicube_output_bytes(const magicube_op *op, const magicube_packed_header *h
     require(bytes, "bytes");
     check_header_for(*op, *header);
     *bytes = size_t(elements) * magicube::stored_bytes(op->spec().out);
+  });
+}
+
+int magicube_quantize_rows(int device, const magicube_dense *x, int64_t rows, int64_t cols, void *q, float *scale,
+                           void *stream) {
+  return guarded([&] {
+    require(x, "x");
+    if (rows < 0 || cols < 0)
+      invalid("quantize: " + std::to_string(rows) + " x " + std::to_string(cols) + " (rows and cols must be >= 0)");
+    if (x->layout != MAGICUBE_ROW_MAJOR) invalid("x: layout must be MAGICUBE_ROW_MAJOR (rows x cols, row-major)");
+    magicube::capi::FloatType t = magicube::capi::FloatType::F32;
+    switch (x->dtype) {
+      case MAGICUBE_FLOAT32: t = magicube::capi::FloatType::F32; break;
+      case MAGICUBE_FLOAT16: t = magicube::capi::FloatType::F16; break;
+      case MAGICUBE_BFLOAT16: t = magicube::capi::FloatType::BF16; break;
+      default:
+        invalid(std::string("x: dtype ") + dtype_name(x->dtype) + " (allowed: MAGICUBE_FLOAT32, _FLOAT16, _BFLOAT16)");
+    }
+    if (rows == 0) return;
+    require(scale, "scale");
+    check_aligned(scale, 4, "scale");
+    if (cols > 0) {
+      require(x->data, "x.data");
+      require(q, "q");
+      check_aligned(x->data, magicube::capi::float_type_bytes(t), "x.data");
+    }
+    const magicube::Context &ctx = device_context(device);
+    check(magicube::capi::quantize_rows_on_device(ctx, t, dptr(x->data), rows, cols, dptr(q), dptr(scale),
+                                                   static_cast<CUstream>(stream)),
+          Kind::Cuda);
   });
 }
 

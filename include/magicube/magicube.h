@@ -132,9 +132,9 @@ typedef enum magicube_dtype {
   MAGICUBE_UINT16 = 4,
   MAGICUBE_INT32 = 5,
   MAGICUBE_INT64 = 6,
-  MAGICUBE_FLOAT32 = 7, /* outputs and scales only */
-  MAGICUBE_FLOAT16 = 8, /* outputs only */
-  MAGICUBE_BFLOAT16 = 9 /* outputs only */
+  MAGICUBE_FLOAT32 = 7, /* outputs, scales and magicube_quantize_rows's input only */
+  MAGICUBE_FLOAT16 = 8, /* outputs and magicube_quantize_rows's input only */
+  MAGICUBE_BFLOAT16 = 9 /* outputs and magicube_quantize_rows's input only */
 } magicube_dtype;
 
 /* A sparse matrix on the host, rows x cols, in one of two forms:
@@ -377,6 +377,20 @@ MAGICUBE_API int magicube_output_elements(const magicube_packed_header *header, 
 /* The same in bytes of the op's output type (the size of the caller's output buffer). */
 MAGICUBE_API int magicube_output_bytes(const magicube_op *op, const magicube_packed_header *header,
                                        int64_t n_or_layout, size_t *bytes);
+
+/* ---- activations ---------------------------------------------------------------------------- */
+
+/* Per-row symmetric int8 quantization on the device, one kernel on `stream` (a linear layer's
+ * activations: rows = tokens; q is then SpMM's B as N x K, MAGICUBE_COL_MAJOR, and scale its
+ * col_scale). x: rows x cols, MAGICUBE_ROW_MAJOR, dtype MAGICUBE_FLOAT32, _FLOAT16 or
+ * _BFLOAT16 (aligned to its element); q: rows x cols int8, row-major; scale: rows float32.
+ * Device pointers on `device`. In float32 (x widened exactly):
+ *   scale[r] = max(max_j |x[r][j]|, 1e-12) / 127
+ *   q[r][j]  = clamp(rint(x[r][j] / scale[r]), -127, 127)
+ * with IEEE divisions and rint rounding ties to even. A row holding a NaN gets a NaN scale;
+ * an element whose quotient is NaN gets q = 0. rows, cols >= 0. */
+MAGICUBE_API int magicube_quantize_rows(int device, const magicube_dense *x, int64_t rows, int64_t cols, void *q,
+                                        float *scale, void *stream);
 
 /* ---- host in, host out (tests, small problems) ------------------------------------------- */
 

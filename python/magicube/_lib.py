@@ -152,6 +152,7 @@ def _declare(lib):
        c_int64, c_void_p, c_int, POINTER(Epilogue), c_void_p, c_size_t, c_void_p)
     fn("magicube_output_elements", c_int, POINTER(PackedHeader), c_int64, POINTER(c_int64))
     fn("magicube_output_bytes", c_int, c_void_p, POINTER(PackedHeader), c_int64, POINTER(c_size_t))
+    fn("magicube_quantize_rows", c_int, c_int, POINTER(Dense), c_int64, c_int64, c_void_p, c_void_p, c_void_p)
     fn("magicube_spmm_host", c_int, c_void_p, POINTER(PackedHeader), c_void_p, POINTER(Dense), c_int64, POINTER(Dense),
        POINTER(Epilogue))
     fn("magicube_sddmm_host", c_int, c_void_p, POINTER(PackedHeader), c_void_p, POINTER(Dense), POINTER(Dense), c_int64,

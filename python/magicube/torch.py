@@ -115,6 +115,7 @@ _lib_def.define("spmm(Tensor packed, int[] header, Tensor b, str spec, int candi
                 "bool out_transposed, float alpha, Tensor? row_scale, Tensor? col_scale, Tensor? bias) -> Tensor")
 _lib_def.define("sddmm(Tensor packed, int[] header, Tensor a, Tensor b, str spec, int candidate, bool a_transposed, "
                 "bool b_transposed, bool srbcrs, float alpha, Tensor? row_scale, Tensor? col_scale) -> Tensor")
+_lib_def.define("quantize_rows(Tensor x) -> (Tensor, Tensor)")
 
 
 def _same_device(t, like, name):
@@ -189,11 +190,58 @@ def _sddmm_fake(packed, header, a, b, spec, candidate, a_transposed, b_transpose
     return a.new_empty((count,), dtype=_out_dtype(spec))
 
 
+# ---- per-token quantization: magicube::quantize_rows ------------------------------------------
+# One kernel on CUDA (magicube_quantize_rows, include/magicube/magicube.h); elsewhere the same
+# float32 arithmetic in torch ops: true divisions by tensors (torch's CUDA division by a Python
+# number multiplies by its reciprocal instead), rint, a NaN row's scale the C ABI's NaN.
+_FLOAT_DTYPES = {torch.float32: _lib.FLOAT32, torch.float16: _lib.FLOAT16, torch.bfloat16: _lib.BFLOAT16}
+_SCALE_NAN = 0x7FFFFFFF
+
+
+def _check_rows(x):
+    if x.dim() != 2:
+        raise Error(f"x: a matrix (tokens x features) is needed, got {x.dim()} dimensions")
+    if x.dtype not in _FLOAT_DTYPES:
+        raise Error(f"x: dtype {x.dtype} (allowed: float32, float16, bfloat16)")
+
+
+def _quantize_rows_cuda(x):
+    _check_rows(x)
+    x = x.contiguous()
+    rows, cols = x.shape
+    q = torch.empty((rows, cols), dtype=torch.int8, device=x.device)
+    s = torch.empty((rows,), dtype=torch.float32, device=x.device)
+    dev = _device_index(x)
+    xd = _lib.Dense(x.data_ptr(), _FLOAT_DTYPES[x.dtype], _lib.ROW_MAJOR)
+    check(_lib.lib().magicube_quantize_rows(dev, byref(xd), rows, cols, q.data_ptr(), s.data_ptr(),
+                                            _stream(dev) or None))
+    return q, s
+
+
+def _quantize_rows_ops(x):
+    _check_rows(x)
+    xf = x.float()
+    amax = xf.abs().amax(dim=-1) if xf.shape[1] else xf.new_zeros(xf.shape[0])
+    s = amax.clamp(min=1e-12).div(torch.full_like(amax, 127.0))
+    s = torch.where(amax.isnan(), torch.tensor(_SCALE_NAN, dtype=torch.int32, device=x.device).view(torch.float32), s)
+    t = torch.round(xf.div(s[:, None]))
+    q = torch.nan_to_num(t, nan=0.0).clamp(-127, 127).to(torch.int8)
+    return q, s
+
+
+def _quantize_rows_fake(x):
+    _check_rows(x)
+    return x.new_empty(x.shape, dtype=torch.int8), x.new_empty((x.shape[0],), dtype=torch.float32)
+
+
 _lib_def.impl("spmm", _spmm_cuda, "CUDA")
 _lib_def.impl("sddmm", _sddmm_cuda, "CUDA")
+_lib_def.impl("quantize_rows", _quantize_rows_cuda, "CUDA")
+_lib_def.impl("quantize_rows", _quantize_rows_ops, "CPU")
 _register_fake = getattr(torch.library, "register_fake", None) or torch.library.impl_abstract
 _register_fake("magicube::spmm")(_spmm_fake)
 _register_fake("magicube::sddmm")(_sddmm_fake)
+_register_fake("magicube::quantize_rows")(_quantize_rows_fake)
 
 
 def spmm(weight, b, *, b_transposed=False, out_transposed=False, alpha=1.0, row_scale=None, col_scale=None,
@@ -214,10 +262,12 @@ def sddmm(mask, a, b, *, a_transposed=False, b_transposed=True, srbcrs=False, al
 
 
 def quantize_per_token(x):
-    """x (N x K float) -> (int8 N x K, float32 scale N): symmetric, max |x| of each row to 127."""
-    scale = x.detach().abs().amax(dim=-1).float().clamp(min=1e-12) / 127.0
-    q = torch.round(x.float() / scale[:, None]).clamp(-127, 127).to(torch.int8)
-    return q, scale
+    """x (N x K float32, float16 or bfloat16) -> (int8 N x K, float32 scale N): symmetric, max |x|
+    of each row to 127, in float32: scale = max(max |x|, 1e-12) / 127, q = clamp(rint(x / scale),
+    -127, 127) (IEEE divisions, ties to even; a row with a NaN: scale NaN, q 0 where x / scale is
+    NaN). torch.ops.magicube.quantize_rows: one kernel on CUDA, the same arithmetic in torch ops
+    on the CPU."""
+    return torch.ops.magicube.quantize_rows(x.detach())
 
 
 def prune_and_quantize(weight, sparsity=0.7, v=8):

@@ -119,8 +119,36 @@ def test_sparse_linear_matches_a_reference_and_compiles(gpu):
     diff = (y.double() - ref).abs() / ref.abs().clamp(min=1e-3)
     assert diff.max() <= 2 ** -8  # one rounding to bf16
     compiled = torch.compile(layer, fullgraph=True)
-    # Inductor may fuse the per-token quantization differently (ties of x / scale): close, not equal.
-    torch.testing.assert_close(compiled(x).float(), y.float(), rtol=0.02, atol=0.02 * float(y.abs().max()))
+    # The per-token quantization is an op of ours (one kernel), not traced into Inductor's: equal.
+    assert torch.equal(compiled(x), y)
+
+
+def test_quantize_per_token_on_the_gpu_equals_the_documented_arithmetic(gpu):
+    torch = pytest.importorskip("torch")
+    import magicube.torch as mt
+    g = torch.Generator().manual_seed(4)
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for rows, cols in ((1, 4096), (16, 4096), (37, 1001), (3, 14336), (0, 5), (4, 0)):
+            x = torch.randn(rows, cols, generator=g) * 3
+            if rows >= 16 and cols >= 64:
+                x[1] = (torch.arange(cols) % 64 - 31.5) * 0.25  # x / scale = k + 1/2: ties
+                x[1, 0] = 127 * 0.25
+                x[2] = 0
+                x[3, 7] = float("nan")
+                x[4, 9] = float("inf")
+                x[5, :3] = 1e-14
+            xt = x.to(dtype)
+            qc, sc = mt.quantize_per_token(xt)  # the CPU path: torch ops
+            qg, sg = mt.quantize_per_token(xt.cuda())  # one kernel
+            assert qg.dtype == torch.int8 and qg.device.type == "cuda" and qg.shape == (rows, cols)
+            assert torch.equal(qg.cpu(), qc), (dtype, rows, cols)
+            assert torch.equal(sg.cpu().view(torch.int32), sc.view(torch.int32)), (dtype, rows, cols)
+    x = torch.randn(64, 48, device="cuda")
+    qt, st = mt.quantize_per_token(x.t())  # a transposed view: made contiguous first
+    q2, s2 = mt.quantize_per_token(x.t().contiguous())
+    assert torch.equal(qt, q2) and torch.equal(st, s2)
+    qc, sc = torch.compile(mt.quantize_per_token, fullgraph=True)(x)
+    assert torch.equal(qc, mt.quantize_per_token(x)[0]) and torch.equal(sc, mt.quantize_per_token(x)[1])
 
 
 def _dense_weight(a, spec, n):

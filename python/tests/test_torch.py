@@ -100,3 +100,44 @@ def test_sparse_linear_dense_route_on_the_host():
     assert torch.ops.magicube.spmm.default in [n.target for n in ep.graph.nodes if n.op == "call_function"]
 
 
+
+
+def _quantize_reference(x):
+    """The documented arithmetic in numpy float32: scale = max(max |x|, 1e-12) / 127, q =
+    clamp(rint(x / scale), -127, 127); a NaN row's scale is the C ABI's NaN, a NaN quotient 0."""
+    x = np.asarray(x, np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        amax = np.abs(x).max(axis=1) if x.shape[1] else np.zeros(x.shape[0], np.float32)
+        s = np.maximum(amax, np.float32(1e-12)) / np.float32(127)
+        s = np.where(np.isnan(amax), np.array([0x7FFFFFFF], np.uint32).view(np.float32)[0], s).astype(np.float32)
+        t = np.rint(x / s[:, None])
+    q = np.clip(np.nan_to_num(t, nan=0.0), -127, 127).astype(np.int8)
+    return q, s
+
+
+def test_quantize_per_token_on_the_cpu_is_the_documented_arithmetic():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 33)).astype(np.float32) * np.float32(3)
+    x[1] = (np.arange(33) - 16.5).astype(np.float32) * np.float32(0.25)  # ties: scale exactly ...
+    x[1, 0] = np.float32(127 * 0.25)                                   # ... 0.25, x / scale = k + 1/2
+    x[2] = 0
+    x[3, 5] = np.nan
+    x[4, 7] = -np.inf
+    x[5, :2] = np.float32(1e-14)  # below the smallest scale's max
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        xt = torch.from_numpy(x).to(dtype)
+        q, s = mt.quantize_per_token(xt)
+        want_q, want_s = _quantize_reference(xt.float().numpy())
+        assert q.dtype == torch.int8 and s.dtype == torch.float32
+        np.testing.assert_array_equal(q.numpy(), want_q)
+        np.testing.assert_array_equal(s.numpy().view(np.uint32), want_s.view(np.uint32))
+    assert (mt.quantize_per_token(torch.from_numpy(x))[0][1, 1:5].tolist() == [-16, -14, -14, -12])  # ties to even
+    assert mt.quantize_per_token(torch.zeros(0, 8))[0].shape == (0, 8)
+    assert mt.quantize_per_token(torch.zeros(3, 0))[1].tolist() == [np.float32(1e-12) / np.float32(127)] * 3
+
+
+def test_quantize_per_token_refuses_what_it_cannot_quantize():
+    with pytest.raises(magicube.Error, match="x: dtype torch.int32"):
+        mt.quantize_per_token(torch.zeros(2, 3, dtype=torch.int32))
+    with pytest.raises(magicube.Error, match="x: a matrix"):
+        mt.quantize_per_token(torch.zeros(2, 3, 4))

@@ -304,6 +304,34 @@ TEST(CApi, WorkspaceSizes) {
   EXPECT_EQ(sd.sddmm_workspace_bytes(mask.header(), a, b, 128), 4096u * 256);
 }
 
+TEST(CApi, QuantizeRowsRefusesBadArgumentsBeforeAnyDeviceWork) {
+  void *dev = reinterpret_cast<void *>(uintptr_t(0x10000));
+  float *scale = reinterpret_cast<float *>(uintptr_t(0x20000));
+  auto expect_invalid = [&](int status, const char *needle) {
+    EXPECT_EQ(status, MAGICUBE_ERROR_INVALID) << magicube_last_error();
+    EXPECT_NE(std::string(magicube_last_error()).find(needle), std::string::npos) << magicube_last_error();
+  };
+  const magicube_dense x{dev, MAGICUBE_FLOAT32, MAGICUBE_ROW_MAJOR};
+  expect_invalid(magicube_quantize_rows(0, nullptr, 4, 8, dev, scale, nullptr), "x: NULL");
+  expect_invalid(magicube_quantize_rows(0, &x, -1, 8, dev, scale, nullptr), "-1 x 8");
+  expect_invalid(magicube_quantize_rows(0, &x, 4, -8, dev, scale, nullptr), "4 x -8");
+  const magicube_dense xi{dev, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
+  expect_invalid(magicube_quantize_rows(0, &xi, 4, 8, dev, scale, nullptr), "x: dtype int8");
+  const magicube_dense xc{dev, MAGICUBE_FLOAT32, MAGICUBE_COL_MAJOR};
+  expect_invalid(magicube_quantize_rows(0, &xc, 4, 8, dev, scale, nullptr), "MAGICUBE_ROW_MAJOR");
+  expect_invalid(magicube_quantize_rows(0, &x, 4, 8, dev, nullptr, nullptr), "scale: NULL");
+  expect_invalid(magicube_quantize_rows(0, &x, 4, 8, nullptr, scale, nullptr), "q: NULL");
+  expect_invalid(magicube_quantize_rows(0, &x, 4, 8, dev, reinterpret_cast<float *>(uintptr_t(0x20002)), nullptr),
+                 "scale: the address is not aligned to 4");
+  const magicube_dense xo{reinterpret_cast<void *>(uintptr_t(0x10002)), MAGICUBE_FLOAT32, MAGICUBE_ROW_MAJOR};
+  expect_invalid(magicube_quantize_rows(0, &xo, 4, 8, dev, scale, nullptr), "x.data: the address is not aligned to 4");
+  const magicube_dense xh{reinterpret_cast<void *>(uintptr_t(0x10001)), MAGICUBE_BFLOAT16, MAGICUBE_ROW_MAJOR};
+  expect_invalid(magicube_quantize_rows(0, &xh, 4, 8, dev, scale, nullptr), "x.data: the address is not aligned to 2");
+  // No rows: nothing to read or write, no device touched.
+  const magicube_dense x0{nullptr, MAGICUBE_FLOAT16, MAGICUBE_ROW_MAJOR};
+  EXPECT_EQ(magicube_quantize_rows(0, &x0, 0, 8, nullptr, nullptr, nullptr), MAGICUBE_SUCCESS) << magicube_last_error();
+}
+
 TEST(CApi, RunRefusesBadArgumentsBeforeAnyDeviceWork) {
   const auto w = small_weight();
   magicube::Op op("spmm.s8xu8.v8.n64.pf.i32.sm_90");

@@ -3,15 +3,19 @@
 // into a column-major C, for 8-bit, 4-bit and 16-bit-wide operands, resident-B plans and the
 // fused float epilogue; every element bit-exact against the int64 reference (float outputs:
 // its rounded dequantization, runtime/epilogue.h). Runs go through magicube_spmm_host /
-// magicube_sddmm_host, which upload and call the same run path as device pointers do.
+// magicube_sddmm_host, which upload and call the same run path as device pointers do. And
+// magicube_quantize_rows against its CPU reference (capi/quantize.h), bit for bit.
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <functional>
 #include <random>
 
+#include "capi/quantize.h"
 #include "magicube/magicube.h"
 #include "runtime/epilogue.h"
 #include "runtime/magicube.h"
@@ -617,3 +621,91 @@ TEST(CApiGpu, DecodeLayersChainedInACudaGraph) {
 }
 
 }  // namespace
+
+namespace {
+
+// A float16's value (exact in float32).
+float f16_value(uint16_t h) {
+  const int e = (h >> 10) & 31, f = h & 1023;
+  const float sign = h & 0x8000 ? -1.0f : 1.0f;
+  if (e == 31) return f ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+  return sign * std::ldexp(float(e ? f + 1024 : f), (e ? e : 1) - 25);
+}
+float bf16_value(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+TEST(CApiGpu, QuantizeRowsEqualsTheCpuReference) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Shape {
+    int64_t rows, cols;
+  };
+  for (magicube_dtype dtype : {MAGICUBE_FLOAT32, MAGICUBE_FLOAT16, MAGICUBE_BFLOAT16})
+    for (const Shape &sh : {Shape{1, 1}, Shape{3, 4096}, Shape{17, 1001}, Shape{2, 14336}, Shape{7, 7}, Shape{9, 300}}) {
+      SCOPED_TRACE("dtype " + std::to_string(int(dtype)) + ", " + std::to_string(sh.rows) + " x " + std::to_string(sh.cols));
+      const int64_t rows = sh.rows, cols = sh.cols, n = rows * cols;
+      // Rows of several magnitudes; with 7 or more rows also: ties (max 127 x 2^-2, elements
+      // (k + 1/2) x 2^-2), zeros, a NaN, an infinity, a value below the smallest scale.
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j) x[size_t(r * cols + j)] = normal(rng) * std::ldexp(1.0f, int(r % 9) - 4);
+      if (rows >= 7) {
+        for (int64_t j = 0; j < cols; ++j) x[size_t(cols + j)] = (float(int(j % 200) - 100) + 0.5f) * 0.25f;
+        x[size_t(cols)] = 127 * 0.25f;
+        for (int64_t j = 0; j < cols; ++j) x[size_t(2 * cols + j)] = 0.0f;
+        x[size_t(3 * cols + cols / 2)] = nan;
+        x[size_t(4 * cols + cols / 3)] = -inf;
+        x[size_t(5 * cols)] = 1e-14f;
+      }
+      // The operand in its dtype, and the values the reference sees (widened back exactly).
+      const size_t w = dtype == MAGICUBE_FLOAT32 ? 4 : 2;
+      std::vector<uint8_t> bytes(size_t(n) * w);
+      for (int64_t i = 0; i < n; ++i) {
+        if (dtype == MAGICUBE_FLOAT32) {
+          std::memcpy(bytes.data() + i * 4, &x[size_t(i)], 4);
+          continue;
+        }
+        const float v = x[size_t(i)];
+        uint16_t h = dtype == MAGICUBE_FLOAT16 ? magicube::f16_bits(double(v)) : magicube::bf16_bits(double(v));
+        if (v != v) h = dtype == MAGICUBE_FLOAT16 ? 0x7e00 : 0x7fc0;
+        std::memcpy(bytes.data() + i * 2, &h, 2);
+        x[size_t(i)] = dtype == MAGICUBE_FLOAT16 ? f16_value(h) : bf16_value(h);
+      }
+      std::vector<int8_t> want_q(static_cast<size_t>(n));
+      std::vector<float> want_s(static_cast<size_t>(rows));
+      magicube::capi::quantize_rows_cpu(x.data(), rows, cols, want_q.data(), want_s.data());
+      // x one element past a 256-byte boundary, q one byte past: any element-aligned address.
+      auto xb = magicube::DeviceBuffer::allocate(bytes.size() + 256);
+      auto qb = magicube::DeviceBuffer::allocate(size_t(n) + 256);
+      auto sb = magicube::DeviceBuffer::allocate(size_t(rows) * 4);
+      ASSERT_TRUE(xb && qb && sb);
+      ASSERT_FALSE(bool(xb->upload_bytes(bytes.data(), bytes.size(), w)));
+      ASSERT_FALSE(bool(qb->memset(0x55)));
+      const magicube_dense xd{reinterpret_cast<void *>(xb->ptr() + w), dtype, MAGICUBE_ROW_MAJOR};
+      ASSERT_EQ(magicube_quantize_rows(0, &xd, rows, cols, reinterpret_cast<void *>(qb->ptr() + 1),
+                                       reinterpret_cast<float *>(sb->ptr()), nullptr),
+                MAGICUBE_SUCCESS)
+          << magicube_last_error();
+      std::vector<int8_t> got_q(size_t(n) + 2);
+      std::vector<float> got_s(static_cast<size_t>(rows));
+      ASSERT_FALSE(bool(qb->download_bytes(got_q.data(), got_q.size())));
+      ASSERT_FALSE(bool(sb->download_bytes(got_s.data(), got_s.size() * 4)));
+      EXPECT_EQ(got_q.front(), 0x55) << "a byte before q written";
+      EXPECT_EQ(got_q.back(), 0x55) << "a byte after q written";
+      EXPECT_EQ(std::vector<int8_t>(got_q.begin() + 1, got_q.end() - 1), want_q);
+      for (int64_t r = 0; r < rows; ++r) {
+        uint32_t g, e;
+        std::memcpy(&g, &got_s[size_t(r)], 4);
+        std::memcpy(&e, &want_s[size_t(r)], 4);
+        EXPECT_EQ(g, e) << "scale of row " << r;
+      }
+    }
+}
