@@ -239,4 +239,13 @@ inline size_t compile(const std::vector<const Op *> &ops, int threads = 0) {
   return kernels;
 }
 
+// Per-row int8 quantization on the device (magicube_quantize_rows): x (rows x cols, row-major
+// float32 / float16 / bfloat16 as `dtype` says) into q (rows x cols int8) and scale (rows
+// float32), on `stream`. Throws Error for bad arguments, naming them.
+inline void quantize_rows(int device, const void *x, magicube_dtype dtype, int64_t rows, int64_t cols, void *q,
+                          float *scale, void *stream = nullptr) {
+  const magicube_dense xd{const_cast<void *>(x), dtype, MAGICUBE_ROW_MAJOR};
+  detail::check(magicube_quantize_rows(device, &xd, rows, cols, q, scale, stream));
+}
+
 }  // namespace magicube

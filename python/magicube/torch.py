@@ -1,6 +1,6 @@
-"""PyTorch integration: the custom ops magicube::spmm and magicube::sddmm (torch.library, with
-fake implementations, so torch.compile(fullgraph=True) traces them) and SparseLinear, a
-quantized vector-sparse linear layer. Inference only (no autograd formulas).
+"""PyTorch integration: the custom ops magicube::spmm, magicube::sddmm and magicube::quantize_rows
+(torch.library, with fake implementations, so torch.compile(fullgraph=True) traces them) and
+SparseLinear, a quantized vector-sparse linear layer. Inference only (no autograd formulas).
 
     import magicube.torch as mt
     layer = mt.SparseLinear.from_dense(linear.weight, linear.bias, sparsity=0.7, v=8).cuda()

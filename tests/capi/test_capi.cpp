@@ -330,6 +330,14 @@ TEST(CApi, QuantizeRowsRefusesBadArgumentsBeforeAnyDeviceWork) {
   // No rows: nothing to read or write, no device touched.
   const magicube_dense x0{nullptr, MAGICUBE_FLOAT16, MAGICUBE_ROW_MAJOR};
   EXPECT_EQ(magicube_quantize_rows(0, &x0, 0, 8, nullptr, nullptr, nullptr), MAGICUBE_SUCCESS) << magicube_last_error();
+  // The C++17 wrapper throws the same message.
+  try {
+    magicube::quantize_rows(0, dev, MAGICUBE_INT16, 4, 8, dev, scale);
+    ADD_FAILURE() << "no error for an int16 x";
+  } catch (const magicube::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("x: dtype int16"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(magicube::quantize_rows(0, nullptr, MAGICUBE_BFLOAT16, 0, 4, nullptr, nullptr));
 }
 
 TEST(CApi, RunRefusesBadArgumentsBeforeAnyDeviceWork) {
