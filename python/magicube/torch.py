@@ -1,6 +1,7 @@
-"""PyTorch integration: the custom ops magicube::spmm, magicube::sddmm and magicube::quantize_rows
-(torch.library, with fake implementations, so torch.compile(fullgraph=True) traces them) and
-SparseLinear, a quantized vector-sparse linear layer. Inference only (no autograd formulas).
+"""PyTorch integration: the custom ops magicube::spmm, magicube::sddmm, magicube::quantize_rows and
+magicube::linear (the two before it in one call: SparseLinear's forward) (torch.library, with
+fake implementations, so torch.compile(fullgraph=True) traces them) and SparseLinear, a
+quantized vector-sparse linear layer. Inference only (no autograd formulas).
 
     import magicube.torch as mt
     layer = mt.SparseLinear.from_dense(linear.weight, linear.bias, sparsity=0.7, v=8).cuda()
@@ -116,6 +117,8 @@ _lib_def.define("spmm(Tensor packed, int[] header, Tensor b, str spec, int candi
 _lib_def.define("sddmm(Tensor packed, int[] header, Tensor a, Tensor b, str spec, int candidate, bool a_transposed, "
                 "bool b_transposed, bool srbcrs, float alpha, Tensor? row_scale, Tensor? col_scale) -> Tensor")
 _lib_def.define("quantize_rows(Tensor x) -> (Tensor, Tensor)")
+_lib_def.define("linear(Tensor packed, int[] header, Tensor x, str spec, int candidate, Tensor w_scale, "
+                "Tensor? bias) -> Tensor")
 
 
 def _same_device(t, like, name):
@@ -234,14 +237,30 @@ def _quantize_rows_fake(x):
     return x.new_empty(x.shape, dtype=torch.int8), x.new_empty((x.shape[0],), dtype=torch.float32)
 
 
+# ---- SparseLinear's forward as one op: magicube::linear -----------------------------------------
+# quantize_rows, then spmm with x's scales as col_scale (B = q as N x K, C column-major: y is
+# tokens x M): the two ops' work in one call, so an eager layer crosses torch's dispatcher once
+# (about 18 us of host time a crossing on the H100 host, bench/NOTES.md Session 23).
+def _linear_cuda(packed, header, x, spec, candidate, w_scale, bias):
+    q, s = _quantize_rows_cuda(x)
+    return _spmm_cuda(packed, header, q, spec, candidate, True, True, 1.0, w_scale, s, bias)
+
+
+def _linear_fake(packed, header, x, spec, candidate, w_scale, bias):
+    _check_rows(x)
+    return x.new_empty((x.shape[0], header[_ROWS]), dtype=_out_dtype(spec))
+
+
 _lib_def.impl("spmm", _spmm_cuda, "CUDA")
 _lib_def.impl("sddmm", _sddmm_cuda, "CUDA")
 _lib_def.impl("quantize_rows", _quantize_rows_cuda, "CUDA")
 _lib_def.impl("quantize_rows", _quantize_rows_ops, "CPU")
+_lib_def.impl("linear", _linear_cuda, "CUDA")
 _register_fake = getattr(torch.library, "register_fake", None) or torch.library.impl_abstract
 _register_fake("magicube::spmm")(_spmm_fake)
 _register_fake("magicube::sddmm")(_sddmm_fake)
 _register_fake("magicube::quantize_rows")(_quantize_rows_fake)
+_register_fake("magicube::linear")(_linear_fake)
 
 
 def spmm(weight, b, *, b_transposed=False, out_transposed=False, alpha=1.0, row_scale=None, col_scale=None,
@@ -347,9 +366,9 @@ class SparseLinear(torch.nn.Module):
 
     def forward(self, x):
         lead = x.shape[:-1]
-        xq, xs = quantize_per_token(x.reshape(-1, self.in_features))
-        y = torch.ops.magicube.spmm(self.packed, list(self.header), xq, self.spec, self.candidate, True, True, 1.0,
-                                    self.weight_scale, xs, self.bias)
+        # quantize_per_token, then the op with the tokens' scales as col_scale: one op call
+        y = torch.ops.magicube.linear(self.packed, list(self.header), x.detach().reshape(-1, self.in_features),
+                                      self.spec, self.candidate, self.weight_scale, self.bias)
         return y.reshape(*lead, self.out_features)
 
     def extra_repr(self):

@@ -121,6 +121,16 @@ def test_sparse_linear_matches_a_reference_and_compiles(gpu):
     compiled = torch.compile(layer, fullgraph=True)
     # The per-token quantization is an op of ours (one kernel), not traced into Inductor's: equal.
     assert torch.equal(compiled(x), y)
+    # magicube::linear (the layer's one op) is quantize_per_token, then spmm with the tokens' scales.
+    two = torch.ops.magicube.spmm(layer.packed, list(layer.header), xq, layer.spec, layer.candidate, True, True, 1.0,
+                                  layer.weight_scale, xs, layer.bias)
+    assert torch.equal(y.reshape(-1, 256), two)
+    for dtype in (torch.bfloat16, torch.float16):  # activations in the model's dtype, quantized as they are
+        xd = x.to(dtype)
+        q, s = mt.quantize_per_token(xd.reshape(-1, 512))
+        want = torch.ops.magicube.spmm(layer.packed, list(layer.header), q, layer.spec, layer.candidate, True, True,
+                                       1.0, layer.weight_scale, s, layer.bias)
+        assert torch.equal(layer(xd).reshape(-1, 256), want)
 
 
 def test_quantize_per_token_on_the_gpu_equals_the_documented_arithmetic(gpu):

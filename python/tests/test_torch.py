@@ -75,7 +75,7 @@ def test_sparse_linear_traces_as_one_graph():
     layer = mt.SparseLinear.from_dense(lin.weight, lin.bias, sparsity=0.7, v=8, arch="sm_90")
     ep = torch.export.export(layer, (torch.randn(5, 64),), strict=True)
     ops = [n.target for n in ep.graph.nodes if n.op == "call_function"]
-    assert torch.ops.magicube.spmm.default in ops
+    assert torch.ops.magicube.linear.default in ops  # quantize_rows and spmm in one op
     out = [n for n in ep.graph.nodes if n.op == "output"][0].args[0][0].meta["val"]
     assert tuple(out.shape) == (5, 24) and out.dtype == torch.bfloat16
 
@@ -97,9 +97,7 @@ def test_sparse_linear_dense_route_on_the_host():
         y = layer(torch.empty(3, 7, 64))
     assert y.shape == (3, 7, 24) and y.dtype == torch.bfloat16
     ep = torch.export.export(layer, (torch.randn(5, 64),), strict=True)
-    assert torch.ops.magicube.spmm.default in [n.target for n in ep.graph.nodes if n.op == "call_function"]
-
-
+    assert torch.ops.magicube.linear.default in [n.target for n in ep.graph.nodes if n.op == "call_function"]
 
 
 def _quantize_reference(x):
@@ -141,3 +139,16 @@ def test_quantize_per_token_refuses_what_it_cannot_quantize():
         mt.quantize_per_token(torch.zeros(2, 3, dtype=torch.int32))
     with pytest.raises(magicube.Error, match="x: a matrix"):
         mt.quantize_per_token(torch.zeros(2, 3, 4))
+
+
+def test_linear_fake_shape_on_meta_tensors():
+    w = np.zeros((40, 64), np.int8)
+    w[0:8, 3] = 1
+    p = magicube.pack_weight(w, "spmm.s8xs8.v8.bf16+rc+ccol.sm_90")
+    packed = torch.empty(p.nbytes, dtype=torch.uint8, device="meta")
+    x = torch.empty(5, 64, dtype=torch.bfloat16, device="meta")
+    scale = torch.empty(40, device="meta")
+    y = torch.ops.magicube.linear(packed, p.header_list, x, p.op.spec, p.op.candidate, scale, None)
+    assert y.shape == (5, 40) and y.dtype == torch.bfloat16 and y.device.type == "meta"
+    with pytest.raises(magicube.Error, match="x: dtype torch.int8"):
+        torch.ops.magicube.linear(packed, p.header_list, x.to(torch.int8), p.op.spec, p.op.candidate, scale, None)
