@@ -1,5 +1,6 @@
 #include "capi/quantize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
