@@ -56,6 +56,12 @@ std::string quantize_rows_source(FloatType t, const std::string &name) {
   s << "__device__ __forceinline__ float nan_max(float a, float b) { return (b > a || b != b) ? b : a; }\n";
   s << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << name << "(const " << type
     << " *__restrict__ x, signed char *__restrict__ q, float *__restrict__ scale, long long cols) {\n"
+       "#if __CUDA_ARCH__ >= 900\n"
+       "  // programmatic dependent launch (sm_90): the next kernel (a decode SpMM reading q) may launch\n"
+       "  // now; x is read only once the previous kernel (the layer before, writing x) is done\n"
+       "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::);\n"
+       "  asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");\n"
+       "#endif\n"
        "  const " << type << " *row = x + (long long)blockIdx.x * cols;\n"
        "  signed char *qr = q + (long long)blockIdx.x * cols;\n"
        "  __shared__ float part[" << kThreads / 32 << "];\n"
@@ -92,7 +98,8 @@ llvm::Error quantize_rows_on_device(const Context &ctx, FloatType t, CUdeviceptr
   if (!fn) return fn.takeError();
   long long c = cols;
   void *args[4] = {&x, &q, &scale, &c};
-  return launch(*fn, Dim3{unsigned(rows), 1, 1}, Dim3{kThreads, 1, 1}, 0, stream, args);
+  return launch(*fn, Dim3{unsigned(rows), 1, 1}, Dim3{kThreads, 1, 1}, 0, stream, args, false,
+                ctx.compute_capability() >= 90);
 }
 
 }  // namespace magicube::capi

@@ -133,6 +133,31 @@ def test_sparse_linear_matches_a_reference_and_compiles(gpu):
         assert torch.equal(layer(xd).reshape(-1, 256), want)
 
 
+def test_sparse_linear_layers_in_a_cuda_graph_equal_eager(gpu):
+    """Two layers back to back (quantize_rows and spmm in each, the second on the first's
+    output) captured in a CUDA graph after a warm-up: replays with new inputs equal eager calls."""
+    torch = pytest.importorskip("torch")
+    import magicube.torch as mt
+    torch.manual_seed(5)
+    l1 = mt.SparseLinear.from_dense(torch.randn(256, 512, device="cuda") / 20, torch.randn(256, device="cuda"),
+                                    sparsity=0.7, v=8, n_hint=16)
+    l2 = mt.SparseLinear.from_dense(torch.randn(128, 256, device="cuda") / 16, None, sparsity=0.5, v=8, n_hint=16)
+    x = torch.randn(16, 512, device="cuda", dtype=torch.bfloat16)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        l2(l1(x))  # warm-up: kernels loaded, workspace sizes known
+    torch.cuda.current_stream().wait_stream(stream)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = l2(l1(x))
+    for _ in range(2):
+        x.copy_(torch.randn(16, 512, device="cuda", dtype=torch.bfloat16))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, l2(l1(x)))
+
+
 def test_quantize_per_token_on_the_gpu_equals_the_documented_arithmetic(gpu):
     torch = pytest.importorskip("torch")
     import magicube.torch as mt

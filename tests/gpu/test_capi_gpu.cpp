@@ -16,6 +16,7 @@
 #include <random>
 
 #include "capi/quantize.h"
+#include "jit/nvrtc.h"
 #include "magicube/magicube.h"
 #include "runtime/epilogue.h"
 #include "runtime/magicube.h"
@@ -708,4 +709,60 @@ TEST(CApiGpu, QuantizeRowsEqualsTheCpuReference) {
         EXPECT_EQ(g, e) << "scale of row " << r;
       }
     }
+}
+
+TEST(CApiGpu, QuantizeRowsWaitsForThePreviousKernel) {
+  // On sm_90 the quantization is a programmatic dependent launch (it lets the next kernel, a
+  // decode SpMM, launch at once): it must still read x only after the kernel before it wrote x.
+  // A one-warp kernel lets dependents launch, spins ~0.1 ms, then writes x.
+  MAGICUBE_REQUIRE_GPU(ctx);
+  const int64_t rows = 64, cols = 4096, n = rows * cols;
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float &v : x) v = normal(rng);
+  std::vector<int8_t> want_q(static_cast<size_t>(n));
+  std::vector<float> want_s(static_cast<size_t>(rows));
+  magicube::capi::quantize_rows_cpu(x.data(), rows, cols, want_q.data(), want_s.data());
+  const std::string name = "magicube_test_slow_writer";
+  const std::string code = "extern \"C\" __global__ void " + name +
+                           "(const unsigned char *src, unsigned char *dst, unsigned long long bytes, long long spin) {\n"
+                           "#if __CUDA_ARCH__ >= 900\n"
+                           "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::);\n"
+                           "#endif\n"
+                           "  const long long t0 = clock64();\n"
+                           "  while (clock64() - t0 < spin) {}\n"
+                           "  for (unsigned long long i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];\n"
+                           "}\n";
+  auto cubin = magicube::nvrtc_compile(code, "slow_writer.cu", ctx->compute_capability(), magicube::Emit::CUBIN, {});
+  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  auto mod = magicube::Module::load(*cubin);
+  ASSERT_TRUE(bool(mod)) << llvm::toString(mod.takeError());
+  auto fn = mod->function(name);
+  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  auto src = magicube::DeviceBuffer::allocate(size_t(n) * 4), xb = magicube::DeviceBuffer::allocate(size_t(n) * 4);
+  auto qb = magicube::DeviceBuffer::allocate(size_t(n)), sb = magicube::DeviceBuffer::allocate(size_t(rows) * 4);
+  ASSERT_TRUE(src && xb && qb && sb);
+  ASSERT_FALSE(bool(src->upload_bytes(x.data(), size_t(n) * 4)));
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_FALSE(bool(xb->memset(0x7f)));  // poison x (NaNs): the writer restores it
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    CUdeviceptr from = src->ptr(), to = xb->ptr();
+    unsigned long long bytes = (unsigned long long)n * 4;
+    long long spin = 200000;
+    void *args[] = {&from, &to, &bytes, &spin};
+    ASSERT_FALSE(bool(magicube::launch(*fn, magicube::Dim3{1, 1, 1}, magicube::Dim3{32, 1, 1}, 0, nullptr, args)));
+    const magicube_dense xd{reinterpret_cast<void *>(xb->ptr()), MAGICUBE_FLOAT32, MAGICUBE_ROW_MAJOR};
+    ASSERT_EQ(magicube_quantize_rows(0, &xd, rows, cols, reinterpret_cast<void *>(qb->ptr()),
+                                     reinterpret_cast<float *>(sb->ptr()), nullptr),
+              MAGICUBE_SUCCESS)
+        << magicube_last_error();
+    ASSERT_FALSE(bool(ctx->synchronize()));
+    std::vector<int8_t> got_q(static_cast<size_t>(n));
+    std::vector<float> got_s(static_cast<size_t>(rows));
+    ASSERT_FALSE(bool(qb->download_bytes(got_q.data(), got_q.size())));
+    ASSERT_FALSE(bool(sb->download_bytes(got_s.data(), got_s.size() * 4)));
+    ASSERT_EQ(got_q, want_q) << "round " << round << " (read x before the previous kernel wrote it?)";
+    ASSERT_EQ(std::memcmp(got_s.data(), want_s.data(), got_s.size() * 4), 0) << "round " << round;
+  }
 }
