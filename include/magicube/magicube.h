@@ -388,7 +388,9 @@ MAGICUBE_API int magicube_output_bytes(const magicube_op *op, const magicube_pac
  *   scale[r] = max(max_j |x[r][j]|, 1e-12) / 127
  *   q[r][j]  = clamp(rint(x[r][j] / scale[r]), -127, 127)
  * with IEEE divisions and rint rounding ties to even. A row holding a NaN gets a NaN scale;
- * an element whose quotient is NaN gets q = 0. rows, cols >= 0. */
+ * an element whose quotient is NaN gets q = 0. rows, cols >= 0. Like the decode SpMM, on sm_90
+ * it is a programmatic dependent launch: it reads x only after the stream's previous kernel is
+ * done, and lets the next one launch at once. */
 MAGICUBE_API int magicube_quantize_rows(int device, const magicube_dense *x, int64_t rows, int64_t cols, void *q,
                                         float *scale, void *stream);
 
