@@ -16,12 +16,12 @@
 #include <random>
 
 #include "capi/quantize.h"
-#include "jit/nvrtc.h"
 #include "magicube/magicube.h"
 #include "runtime/epilogue.h"
 #include "runtime/magicube.h"
 #include "runtime/reference.h"
 #include "tests/gpu/gpu_env.h"
+#include "tests/gpu/slow_writer.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -623,24 +623,6 @@ TEST(CApiGpu, DecodeLayersChainedInACudaGraph) {
 
 }  // namespace
 
-namespace {
-
-// A float16's value (exact in float32).
-float f16_value(uint16_t h) {
-  const int e = (h >> 10) & 31, f = h & 1023;
-  const float sign = h & 0x8000 ? -1.0f : 1.0f;
-  if (e == 31) return f ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
-  return sign * std::ldexp(float(e ? f + 1024 : f), (e ? e : 1) - 25);
-}
-float bf16_value(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-}  // namespace
-
 TEST(CApiGpu, QuantizeRowsEqualsTheCpuReference) {
   MAGICUBE_REQUIRE_GPU(ctx);
   std::mt19937_64 rng(5);
@@ -678,7 +660,7 @@ TEST(CApiGpu, QuantizeRowsEqualsTheCpuReference) {
         uint16_t h = dtype == MAGICUBE_FLOAT16 ? magicube::f16_bits(double(v)) : magicube::bf16_bits(double(v));
         if (v != v) h = dtype == MAGICUBE_FLOAT16 ? 0x7e00 : 0x7fc0;
         std::memcpy(bytes.data() + i * 2, &h, 2);
-        x[size_t(i)] = dtype == MAGICUBE_FLOAT16 ? f16_value(h) : bf16_value(h);
+        x[size_t(i)] = float(dtype == MAGICUBE_FLOAT16 ? magicube::f16_value(h) : magicube::bf16_value(h));
       }
       std::vector<int8_t> want_q(static_cast<size_t>(n));
       std::vector<float> want_s(static_cast<size_t>(rows));
@@ -724,22 +706,8 @@ TEST(CApiGpu, QuantizeRowsWaitsForThePreviousKernel) {
   std::vector<int8_t> want_q(static_cast<size_t>(n));
   std::vector<float> want_s(static_cast<size_t>(rows));
   magicube::capi::quantize_rows_cpu(x.data(), rows, cols, want_q.data(), want_s.data());
-  const std::string name = "magicube_test_slow_writer";
-  const std::string code = "extern \"C\" __global__ void " + name +
-                           "(const unsigned char *src, unsigned char *dst, unsigned long long bytes, long long spin) {\n"
-                           "#if __CUDA_ARCH__ >= 900\n"
-                           "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::);\n"
-                           "#endif\n"
-                           "  const long long t0 = clock64();\n"
-                           "  while (clock64() - t0 < spin) {}\n"
-                           "  for (unsigned long long i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];\n"
-                           "}\n";
-  auto cubin = magicube::nvrtc_compile(code, "slow_writer.cu", ctx->compute_capability(), magicube::Emit::CUBIN, {});
-  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
-  auto mod = magicube::Module::load(*cubin);
-  ASSERT_TRUE(bool(mod)) << llvm::toString(mod.takeError());
-  auto fn = mod->function(name);
-  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  auto writer = magicube::testing::SlowWriter::load(*ctx);
+  ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
   auto src = magicube::DeviceBuffer::allocate(size_t(n) * 4), xb = magicube::DeviceBuffer::allocate(size_t(n) * 4);
   auto qb = magicube::DeviceBuffer::allocate(size_t(n)), sb = magicube::DeviceBuffer::allocate(size_t(rows) * 4);
   ASSERT_TRUE(src && xb && qb && sb);
@@ -747,11 +715,7 @@ TEST(CApiGpu, QuantizeRowsWaitsForThePreviousKernel) {
   for (int round = 0; round < 3; ++round) {
     ASSERT_FALSE(bool(xb->memset(0x7f)));  // poison x (NaNs): the writer restores it
     ASSERT_FALSE(bool(ctx->synchronize()));
-    CUdeviceptr from = src->ptr(), to = xb->ptr();
-    unsigned long long bytes = (unsigned long long)n * 4;
-    long long spin = 200000;
-    void *args[] = {&from, &to, &bytes, &spin};
-    ASSERT_FALSE(bool(magicube::launch(*fn, magicube::Dim3{1, 1, 1}, magicube::Dim3{32, 1, 1}, 0, nullptr, args)));
+    ASSERT_FALSE(bool(writer->launch(src->ptr(), xb->ptr(), (unsigned long long)n * 4)));
     const magicube_dense xd{reinterpret_cast<void *>(xb->ptr()), MAGICUBE_FLOAT32, MAGICUBE_ROW_MAJOR};
     ASSERT_EQ(magicube_quantize_rows(0, &xd, rows, cols, reinterpret_cast<void *>(qb->ptr()),
                                      reinterpret_cast<float *>(sb->ptr()), nullptr),

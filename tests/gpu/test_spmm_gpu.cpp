@@ -11,12 +11,12 @@
 #include <thread>
 
 #include "compiler/planner.h"
-#include "jit/nvrtc.h"
 #include "runtime/kernel.h"
 #include "runtime/reference.h"
 #include "runtime/smtx.h"
 #include "tests/gpu/gpu_env.h"
 #include "tests/gpu/gpu_run.h"
+#include "tests/gpu/slow_writer.h"
 #include "tests/test_util.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -445,23 +445,8 @@ TEST(SpmmGpu, DecodeKernelWaitsForThePreviousKernel) {
   auto db = upload(*pb), src = upload(*pb);
   ASSERT_TRUE(da && db && src);
   ASSERT_EQ(db->planes.size(), 1u);
-  const std::string name = "magicube_test_slow_writer";
-  const std::string code = "extern \"C\" __global__ void " + name +
-                           "(const unsigned char *src, unsigned char *dst, unsigned long long bytes, long long spin) {\n"
-                           "#if __CUDA_ARCH__ >= 900\n"
-                           "  asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::);\n"
-                           "#endif\n"
-                           "  const long long t0 = clock64();\n"
-                           "  while (clock64() - t0 < spin) {}\n"
-                           "  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < bytes;"
-                           " i += gridDim.x * blockDim.x) dst[i] = src[i];\n"
-                           "}\n";
-  auto cubin = nvrtc_compile(code, "slow_writer.cu", ctx->compute_capability(), Emit::CUBIN, {});
-  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
-  auto mod = Module::load(*cubin);
-  ASSERT_TRUE(bool(mod)) << llvm::toString(mod.takeError());
-  auto fn = mod->function(name);
-  ASSERT_TRUE(bool(fn)) << llvm::toString(fn.takeError());
+  auto writer = magicube::testing::SlowWriter::load(*ctx);
+  ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
   auto kd = SpmmKernel::get(*ctx, *p);
   ASSERT_TRUE(bool(kd)) << llvm::toString(kd.takeError());
   auto c = DeviceBuffer::allocate(size_t(m * n * 4));
@@ -471,12 +456,8 @@ TEST(SpmmGpu, DecodeKernelWaitsForThePreviousKernel) {
     ASSERT_FALSE(bool(db->planes[0].memset(0x77)));  // poison B: the writer restores it
     ASSERT_FALSE(bool(c->memset(0xAB)));
     ASSERT_FALSE(bool(ctx->synchronize()));
-    CUdeviceptr from = src->planes[0].ptr(), to = db->planes[0].ptr();
-    unsigned long long bytes = db->planes[0].bytes();
-    long long spin = 200000;  // ~0.1 ms at H100 clocks
-    void *args[] = {&from, &to, &bytes, &spin};
     // One warp on one SM: the decode kernel's blocks fit beside it on every other SM at once.
-    ASSERT_FALSE(bool(magicube::launch(*fn, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, nullptr, args)));
+    ASSERT_FALSE(bool(writer->launch(src->planes[0].ptr(), db->planes[0].ptr(), db->planes[0].bytes())));
     ASSERT_FALSE(bool((*kd)->launch(*da, *db, c->ptr(), nullptr)));
     ASSERT_FALSE(bool(ctx->synchronize()));
     auto h = c->download<int32_t>(size_t(m * n));
