@@ -227,6 +227,12 @@ class SpmmDecode : public KernelGen {
       for (size_t g = 0; g < p.groups.size(); ++g) e.decl_only("u32", ring_lhs(D, g));
       issue(d, d ? "cw + " + D + " < cw1" : std::string("cw < cw1"), d);
     }
+    // Read before the loop, not after it: at the loop's end it was a round trip to HBM (stride_meta
+    // is read nowhere else) in every warp's tail (H100, 4096x4096 N=16: 1-3 % a call, 3 % chained;
+    // bench/NOTES.md, Session 25).
+    e.comment("---- the schedule word of the piece's last stride (whether the piece leaves a row-block open),");
+    e.comment("     loaded now: its round trip overlaps the ring's instead of adding to the tail ----");
+    e.decl("const unsigned", "ml", Expr("cw < cw1 ? __ldg(stride_meta + cw1 - 1) : (1u << 31)"));
     {
       auto after_issue = e.scope("if (cw1 >= cw)", "always: a branch keeps the wait below the ring's loads");
       wait_all("this thread's part of the slice landed");
@@ -276,7 +282,6 @@ class SpmmDecode : public KernelGen {
     }
     e.comment("---- the row-block left in acc_* (the piece's last stride did not end it): open_rb, and whether");
     e.comment("     it began in this piece (owned) ----");
-    e.decl("const unsigned", "ml", Expr("cw < cw1 ? __ldg(stride_meta + cw1 - 1) : (1u << 31)"));
     e.decl("const int", "open_rb", Expr("ml & (1u << 31) ? -1 : (int)(ml & 0x3fffffffu)"));
     e.decl("const bool", "owned", Expr("!head"));
     e.comment("---- row-blocks cut between warps: each later warp's partial, added by the warp that started it ----");

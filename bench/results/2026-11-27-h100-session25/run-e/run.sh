@@ -1,0 +1,13 @@
+#!/bin/bash
+# Session 25 run-e: the decode kernel without its mma (bit 8) or without ldmatrix and mma (bit 32), timing only.
+R=$OUT/s25e; mkdir -p $R
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; } > $R/gpu.txt
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$PWD/.carry/lib
+B=.carry/bin
+one() { v=$1; shift; x=$(MAGICUBE_EXP_NOCHECK=1 MAGICUBE_EXP_DEC=$v MAGICUBE_CACHE_DIR=/tmp/e$v timeout 60 $B/magicube run -v=8 --lhs=s8 --rhs=s8 --flush-l2 "$@" 2>&1 | grep -E "^time|^layer|rror" | sed -e 's/over .*//' -e 's/(min.*//' | tr '\n' ' ')
+  echo "$v $* | $x" >> $R/ab.txt; }
+for p in "-m=4096 -k=4096 -n=16 --sparsity=0.5" "-m=4096 -k=4096 -n=16 --sparsity=0.7" "-m=14336 -k=4096 -n=16 --sparsity=0.5"; do
+  for rep in 1 2; do for v in 1 9 41 47; do one $v --route=sparse --repeat=20 $p; done; done
+done
+echo "done $(date -u +%T)" >> $R/gpu.txt
+cd $OUT && tar czf s25e.tgz s25e && rm -rf s25e
