@@ -588,6 +588,12 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_NE(src.find("pci += 10 * KS, pa0 += 2560;"), std::string::npos) << "pointers advance once a ring turn";
   EXPECT_EQ(src.find("(long long)(cs + "), std::string::npos) << "no index arithmetic per stride";
   EXPECT_NE(src.find("10 strides in flight per warp"), std::string::npos);
+  // The tail's schedule word (the only read of stride_meta) loads with the ring, not after the loop.
+  const size_t meta_load = src.find("__ldg(stride_meta + cw1 - 1)");
+  ASSERT_NE(meta_load, std::string::npos);
+  EXPECT_EQ(src.find("__ldg(stride_meta", meta_load + 1), std::string::npos) << "one load of stride_meta";
+  EXPECT_LT(meta_load, src.find("cp.async.wait_group 0;")) << "issued before the wait for B's slice";
+  EXPECT_LT(meta_load, src.find("for (int cs = cw;; cs += 10)"));
   EXPECT_NE(src.find("__syncthreads();  // every warp is done with B's slice"), std::string::npos);
   EXPECT_NE(src.find("part_rb[warp] = cw < cw1 ? prb : -2;"), std::string::npos);
   EXPECT_NE(src.find("const int row = ci0 & 0x7fff;"), std::string::npos) << "pads name their row (0..7) themselves";
