@@ -632,7 +632,7 @@ TEST(CApiGpu, QuantizeRowsEqualsTheCpuReference) {
     int64_t rows, cols;
   };
   for (magicube_dtype dtype : {MAGICUBE_FLOAT32, MAGICUBE_FLOAT16, MAGICUBE_BFLOAT16})
-    for (const Shape &sh : {Shape{1, 1}, Shape{3, 4096}, Shape{17, 1001}, Shape{2, 14336}, Shape{7, 7}, Shape{9, 300}}) {
+    for (const Shape &sh : {Shape{1, 1}, Shape{3, 4096}, Shape{17, 1001}, Shape{2, 14336}, Shape{7, 7}, Shape{9, 300}, Shape{8, 512}}) {
       SCOPED_TRACE("dtype " + std::to_string(int(dtype)) + ", " + std::to_string(sh.rows) + " x " + std::to_string(sh.cols));
       const int64_t rows = sh.rows, cols = sh.cols, n = rows * cols;
       // Rows of several magnitudes; with 7 or more rows also: ties (max 127 x 2^-2, elements
@@ -665,30 +665,36 @@ TEST(CApiGpu, QuantizeRowsEqualsTheCpuReference) {
       std::vector<int8_t> want_q(static_cast<size_t>(n));
       std::vector<float> want_s(static_cast<size_t>(rows));
       magicube::capi::quantize_rows_cpu(x.data(), rows, cols, want_q.data(), want_s.data());
-      // x one element past a 256-byte boundary, q one byte past: any element-aligned address.
-      auto xb = magicube::DeviceBuffer::allocate(bytes.size() + 256);
-      auto qb = magicube::DeviceBuffer::allocate(size_t(n) + 256);
-      auto sb = magicube::DeviceBuffer::allocate(size_t(rows) * 4);
-      ASSERT_TRUE(xb && qb && sb);
-      ASSERT_FALSE(bool(xb->upload_bytes(bytes.data(), bytes.size(), w)));
-      ASSERT_FALSE(bool(qb->memset(0x55)));
-      const magicube_dense xd{reinterpret_cast<void *>(xb->ptr() + w), dtype, MAGICUBE_ROW_MAJOR};
-      ASSERT_EQ(magicube_quantize_rows(0, &xd, rows, cols, reinterpret_cast<void *>(qb->ptr() + 1),
-                                       reinterpret_cast<float *>(sb->ptr()), nullptr),
-                MAGICUBE_SUCCESS)
-          << magicube_last_error();
-      std::vector<int8_t> got_q(size_t(n) + 2);
-      std::vector<float> got_s(static_cast<size_t>(rows));
-      ASSERT_FALSE(bool(qb->download_bytes(got_q.data(), got_q.size())));
-      ASSERT_FALSE(bool(sb->download_bytes(got_s.data(), got_s.size() * 4)));
-      EXPECT_EQ(got_q.front(), 0x55) << "a byte before q written";
-      EXPECT_EQ(got_q.back(), 0x55) << "a byte after q written";
-      EXPECT_EQ(std::vector<int8_t>(got_q.begin() + 1, got_q.end() - 1), want_q);
-      for (int64_t r = 0; r < rows; ++r) {
-        uint32_t g, e;
-        std::memcpy(&g, &got_s[size_t(r)], 4);
-        std::memcpy(&e, &want_s[size_t(r)], 4);
-        EXPECT_EQ(g, e) << "scale of row " << r;
+      // x 16-byte aligned and q 16 bytes past a boundary (the 16-byte-unit kernel where cols is a
+      // multiple of the unit: 4096, 14336, 300 for float32), then x one element past a 256-byte
+      // boundary and q one byte past (element by element): any element-aligned address.
+      for (const bool aligned : {true, false}) {
+        SCOPED_TRACE(aligned ? "aligned operands" : "element-aligned operands");
+        const size_t xoff = aligned ? 0 : w, qoff = aligned ? 16 : 1;
+        auto xb = magicube::DeviceBuffer::allocate(bytes.size() + 256);
+        auto qb = magicube::DeviceBuffer::allocate(size_t(n) + 256);
+        auto sb = magicube::DeviceBuffer::allocate(size_t(rows) * 4);
+        ASSERT_TRUE(xb && qb && sb);
+        ASSERT_FALSE(bool(xb->upload_bytes(bytes.data(), bytes.size(), xoff)));
+        ASSERT_FALSE(bool(qb->memset(0x55)));
+        const magicube_dense xd{reinterpret_cast<void *>(xb->ptr() + xoff), dtype, MAGICUBE_ROW_MAJOR};
+        ASSERT_EQ(magicube_quantize_rows(0, &xd, rows, cols, reinterpret_cast<void *>(qb->ptr() + qoff),
+                                         reinterpret_cast<float *>(sb->ptr()), nullptr),
+                  MAGICUBE_SUCCESS)
+            << magicube_last_error();
+        std::vector<int8_t> got_q(size_t(n) + qoff + 1);
+        std::vector<float> got_s(static_cast<size_t>(rows));
+        ASSERT_FALSE(bool(qb->download_bytes(got_q.data(), got_q.size())));
+        ASSERT_FALSE(bool(sb->download_bytes(got_s.data(), got_s.size() * 4)));
+        EXPECT_EQ(got_q[qoff - 1], 0x55) << "a byte before q written";
+        EXPECT_EQ(got_q.back(), 0x55) << "a byte after q written";
+        EXPECT_EQ(std::vector<int8_t>(got_q.begin() + long(qoff), got_q.end() - 1), want_q);
+        for (int64_t r = 0; r < rows; ++r) {
+          uint32_t g, e;
+          std::memcpy(&g, &got_s[size_t(r)], 4);
+          std::memcpy(&e, &want_s[size_t(r)], 4);
+          EXPECT_EQ(g, e) << "scale of row " << r;
+        }
       }
     }
 }
