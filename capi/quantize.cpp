@@ -17,6 +17,7 @@ llvm::Error err(const std::string &msg) { return llvm::createStringError(llvm::i
 constexpr int kThreads = 256;         // one block a row
 constexpr float kMinAmax = 1e-12f;    // the smallest |x| a row's scale is made from
 constexpr uint32_t kScaleNaN = 0x7fffffffu;
+constexpr int64_t kStageBytes = 48 * 1024;  // a row kept in shared memory: at most the default limit
 
 // NaN wins, then the larger.
 float nan_max(float a, float b) { return (b > a || b != b) ? b : a; }
@@ -108,13 +109,14 @@ std::string quantize_rows_source(FloatType t, const std::string &name) {
 
 // The kernel over 16-byte units (4 float32 or 8 float16 / bfloat16 elements a load, their int8
 // results stored as one 4- or 8-byte word), element for element the arithmetic above.
-std::string quantize_rows_units_source(FloatType t, const std::string &name) {
+std::string quantize_rows_units_source(FloatType t, const std::string &name, bool staged) {
   const bool f32 = t == FloatType::F32;
   const int per = f32 ? 4 : 8;  // elements a unit
   const char *qt = f32 ? "unsigned" : "uint2";
   std::ostringstream s;
   s << header(t, "16-byte units (" + std::to_string(per) + " elements a load, their int8 results one store, units x " +
-                     std::to_string(per) + " elements a row)")
+                     std::to_string(per) + " elements a row" +
+                     (staged ? "; the row kept in shared memory between its two passes, read once" : "") + ")")
     << "// Element e (0.." << per - 1 << ") of a unit, widened to float32.\n"
        "__device__ __forceinline__ float elem(const uint4 &v, int e) {\n"
        "  const unsigned w = e < " << per / 4 << " ? v.x : e < " << per / 2 << " ? v.y : e < " << 3 * per / 4
@@ -132,17 +134,19 @@ std::string quantize_rows_units_source(FloatType t, const std::string &name) {
     << "  const uint4 *row = x + (long long)blockIdx.x * units;\n"
        "  " << qt << " *qr = q + (long long)blockIdx.x * units;\n"
        "  __shared__ float part[" << kThreads / 32 << "];\n"
-       "  float m = 0.0f;\n"
+    << (staged ? "  extern __shared__ uint4 srow[];  // the row (units x 16 bytes of dynamic shared memory)\n" : "")
+    << "  float m = 0.0f;\n"
        "#pragma unroll 4\n"
        "  for (long long u = threadIdx.x; u < units; u += " << kThreads << ") {\n"
        "    const uint4 v = __ldg(row + u);\n"
-       "#pragma unroll\n"
+    << (staged ? "    srow[u] = v;\n" : "")
+    << "#pragma unroll\n"
        "    for (int e = 0; e < " << per << "; ++e) m = nan_max(m, fabsf(elem(v, e)));\n"
        "  }\n"
     << row_scale()
     << "#pragma unroll 4\n"
        "  for (long long u = threadIdx.x; u < units; u += " << kThreads << ") {\n"
-       "    const uint4 v = __ldg(row + u);\n"
+    << (staged ? "    const uint4 v = srow[u];  // stored by this thread above\n" : "    const uint4 v = __ldg(row + u);\n")
     << (f32 ? "    qr[u] = q8x4(v, 0, s);\n" : "    qr[u] = make_uint2(q8x4(v, 0, s), q8x4(v, 4, s));\n")
     << "  }\n}\n";
   return s.str();
@@ -158,15 +162,21 @@ llvm::Error quantize_rows_on_device(const Context &ctx, FloatType t, CUdeviceptr
   // 16-byte units where every row of x starts 16-byte aligned and every row of q at a multiple of
   // the unit's int8 results; else element by element.
   const int64_t per = 16 / float_type_bytes(t);
+  // A row of at most kStageBytes is kept in shared memory between the two passes (each thread
+  // reads back the units it stored): x is read once.
   const bool units = x % 16 == 0 && cols % per == 0 && q % uint64_t(per) == 0;
+  const bool staged = units && cols * float_type_bytes(t) <= kStageBytes;
   const std::string name = std::string("magicube_quantize_rows_") +
-                           (t == FloatType::F32 ? "f32" : t == FloatType::F16 ? "f16" : "bf16") + (units ? "_u16" : "");
-  auto fn = helper_function(ctx, name, [&] { return units ? quantize_rows_units_source(t, name) : quantize_rows_source(t, name); });
+                           (t == FloatType::F32 ? "f32" : t == FloatType::F16 ? "f16" : "bf16") +
+                           (staged ? "_u16s" : units ? "_u16" : "");
+  auto fn = helper_function(ctx, name, [&] {
+    return units ? quantize_rows_units_source(t, name, staged) : quantize_rows_source(t, name);
+  });
   if (!fn) return fn.takeError();
   long long c = units ? cols / per : cols;
   void *args[4] = {&x, &q, &scale, &c};
-  return launch(*fn, Dim3{unsigned(rows), 1, 1}, Dim3{kThreads, 1, 1}, 0, stream, args, false,
-                ctx.compute_capability() >= 90);
+  return launch(*fn, Dim3{unsigned(rows), 1, 1}, Dim3{kThreads, 1, 1},
+                staged ? unsigned(cols * float_type_bytes(t)) : 0u, stream, args, false, ctx.compute_capability() >= 90);
 }
 
 }  // namespace magicube::capi

@@ -34,9 +34,11 @@ void quantize_rows_cpu(const float *x, int64_t rows, int64_t cols, int8_t *q, fl
 // The generated CUDA source of the kernel for one input type, named `name`: element by element,
 // or (units) over 16-byte units of x (4 float32 / 8 half elements a load, their int8 results one
 // 4- / 8-byte store), which quantize_rows_on_device takes where x is 16-byte aligned, cols a
-// multiple of the unit and q aligned to the unit's results. Both compute every element alike.
+// multiple of the unit and q aligned to the unit's results; staged, the row (up to 48 KiB) is kept
+// in dynamic shared memory between the kernel's two passes, so x is read once. All compute every
+// element alike.
 std::string quantize_rows_source(FloatType t, const std::string &name);
-std::string quantize_rows_units_source(FloatType t, const std::string &name);
+std::string quantize_rows_units_source(FloatType t, const std::string &name, bool staged);
 
 // Queues the quantization of x (rows x cols row-major, device) into q (rows x cols int8,
 // row-major) and scale (rows float32) on `stream`. rows, cols >= 0 (nothing to do at 0).

@@ -67,7 +67,8 @@ TEST(Quantize, GeneratedSourcesCompileWithNvrtc) {
   for (capi::FloatType t : {capi::FloatType::F32, capi::FloatType::F16, capi::FloatType::BF16})
     for (int arch : {80, 90}) {
       for (const std::string &src : {capi::quantize_rows_source(t, "magicube_quantize_test"),
-                                     capi::quantize_rows_units_source(t, "magicube_quantize_test")}) {
+                                     capi::quantize_rows_units_source(t, "magicube_quantize_test", false),
+                                     capi::quantize_rows_units_source(t, "magicube_quantize_test", true)}) {
         auto cubin = magicube::nvrtc_compile(src, "quantize.cu", arch, magicube::Emit::CUBIN);
         EXPECT_TRUE(bool(cubin)) << (cubin ? "" : llvm::toString(cubin.takeError())) << "\n" << src;
       }

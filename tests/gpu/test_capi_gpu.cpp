@@ -666,8 +666,9 @@ TEST(CApiGpu, QuantizeRowsEqualsTheCpuReference) {
       std::vector<float> want_s(static_cast<size_t>(rows));
       magicube::capi::quantize_rows_cpu(x.data(), rows, cols, want_q.data(), want_s.data());
       // x 16-byte aligned and q 16 bytes past a boundary (the 16-byte-unit kernel where cols is a
-      // multiple of the unit: 4096, 14336, 300 for float32), then x one element past a 256-byte
-      // boundary and q one byte past (element by element): any element-aligned address.
+      // multiple of the unit: 4096, 14336, 300 for float32; the row kept in shared memory where it
+      // fits 48 KiB, all but 14336 float32), then x one element past a 256-byte boundary and q one
+      // byte past (element by element): any element-aligned address.
       for (const bool aligned : {true, false}) {
         SCOPED_TRACE(aligned ? "aligned operands" : "element-aligned operands");
         const size_t xoff = aligned ? 0 : w, qoff = aligned ? 16 : 1;
