@@ -162,13 +162,17 @@ llvm::Error quantize_rows_on_device(const Context &ctx, FloatType t, CUdeviceptr
   // 16-byte units where every row of x starts 16-byte aligned and every row of q at a multiple of
   // the unit's int8 results; else element by element.
   const int64_t per = 16 / float_type_bytes(t);
+  const bool units = x % 16 == 0 && cols % per == 0 && q % uint64_t(per) == 0;
   // A row of at most kStageBytes is kept in shared memory between the two passes (each thread
   // reads back the units it stored): x is read once.
-  const bool units = x % 16 == 0 && cols % per == 0 && q % uint64_t(per) == 0;
   const bool staged = units && cols * float_type_bytes(t) <= kStageBytes;
-  const std::string name = std::string("magicube_quantize_rows_") +
-                           (t == FloatType::F32 ? "f32" : t == FloatType::F16 ? "f16" : "bf16") +
-                           (staged ? "_u16s" : units ? "_u16" : "");
+  // The kernels' names, [input type][element, units, staged units]: none built a call.
+  static const std::string kNames[3][3] = {
+      {"magicube_quantize_rows_f32", "magicube_quantize_rows_f32_u16", "magicube_quantize_rows_f32_u16s"},
+      {"magicube_quantize_rows_f16", "magicube_quantize_rows_f16_u16", "magicube_quantize_rows_f16_u16s"},
+      {"magicube_quantize_rows_bf16", "magicube_quantize_rows_bf16_u16", "magicube_quantize_rows_bf16_u16s"}};
+  const std::string &name =
+      kNames[t == FloatType::F32 ? 0 : t == FloatType::F16 ? 1 : 2][staged ? 2 : units ? 1 : 0];
   auto fn = helper_function(ctx, name, [&] {
     return units ? quantize_rows_units_source(t, name, staged) : quantize_rows_source(t, name);
   });
