@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "support/field_count.h"
 #include "support/hash.h"
 
 namespace magicube {
@@ -233,6 +234,8 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 }
 
 llvm::json::Value to_json(const OpSpec &s) {
+  static_assert(field_count<OpSpec>() == 17,
+                "an OpSpec field was added: write and read it here, and in to_string / parse_opspec if it is part of the kernel");
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
                             {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode}, {"panel", s.panel},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},

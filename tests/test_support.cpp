@@ -1,7 +1,8 @@
-// support/: parallel_for, write_file_atomic, the hashes.
+// support/: parallel_for, write_file_atomic, the hashes, field_count.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <mutex>
 #include <set>
@@ -13,6 +14,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "support/atomic_file.h"
+#include "support/field_count.h"
 #include "support/hash.h"
 #include "support/parallel.h"
 
@@ -141,3 +143,40 @@ TEST(Hash, Sha256AndHex) {
 }
 
 }  // namespace
+
+// field_count counts an aggregate's fields, also where a new one fits the padding (the sizeof
+// guard it replaced missed that: Session 26) and where fields are aggregates or enums themselves.
+namespace field_count_test {
+struct Inner {
+  int a = 1;
+  bool b = false;
+};
+enum class Kind { X, Y };
+struct Before {
+  int64_t w = 0;
+  int x = 0;
+  bool y = false;
+};
+struct After {  // one bool more, the same size
+  int64_t w = 0;
+  int x = 0;
+  bool y = false;
+  bool z = false;
+};
+struct Mixed {
+  Inner in;
+  Kind k = Kind::X;
+  std::vector<int> v;
+  std::string s;
+  double d = 0;
+};
+}  // namespace field_count_test
+
+TEST(FieldCount, CountsFieldsNotBytes) {
+  using namespace field_count_test;
+  static_assert(sizeof(Before) == sizeof(After));
+  EXPECT_EQ(magicube::field_count<Before>(), 3u);
+  EXPECT_EQ(magicube::field_count<After>(), 4u);
+  EXPECT_EQ(magicube::field_count<Inner>(), 2u);
+  EXPECT_EQ(magicube::field_count<Mixed>(), 5u);
+}
