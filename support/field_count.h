@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 namespace magicube {
@@ -15,15 +16,17 @@ struct AnyField {
   template <class T>
   constexpr operator T() const noexcept;
 };
+// Whether T{x_0, ..., x_{n-1}} compiles, one AnyField per index (C++17: the fuzz build's).
+template <class T, class Seq, class = void>
+struct InitializableWith : std::false_type {};
 template <class T, std::size_t... I>
-constexpr bool initializable_with(std::index_sequence<I...>) {
-  return requires { T{(void(I), AnyField{})...}; };
-}
+struct InitializableWith<T, std::index_sequence<I...>, std::void_t<decltype(T{(void(I), AnyField{})...})>>
+    : std::true_type {};
 }  // namespace detail
 
 template <class T, std::size_t N = 0>
 constexpr std::size_t field_count() {
-  if constexpr (detail::initializable_with<T>(std::make_index_sequence<N + 1>{})) return field_count<T, N + 1>();
+  if constexpr (detail::InitializableWith<T, std::make_index_sequence<N + 1>>::value) return field_count<T, N + 1>();
   else return N;
 }
 
