@@ -27,6 +27,7 @@
 #include "runtime/packing.h"
 #include "runtime/reference.h"
 #include "support/atomic_file.h"
+#include "support/field_count.h"
 #include "support/hash.h"
 #include "support/log.h"
 #include "support/parallel.h"
@@ -77,6 +78,7 @@ llvm::Expected<const llvm::json::Value *> field(const llvm::json::Object &o, llv
 // ---- knobs and candidates ----------------------------------------------------------------
 
 const std::vector<KnobInfo> &knob_table() {
+  static_assert(field_count<Knobs>() == 5, "a Knobs field was added: give it a row here");
   static const std::vector<KnobInfo> table = {
       // 16 and 48 are resident-B (and decode) widths only (three mma tiles per stride; other kernels skip it)
       {"bsn", &Knobs::bsn, {16, 32, 48, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
@@ -279,6 +281,7 @@ MatrixSignature sddmm_signature(const VectorSparse &mask, int64_t k) {
 }
 
 llvm::json::Value to_json(const MatrixSignature &s) {
+  static_assert(field_count<MatrixSignature>() == 12, "a MatrixSignature field was added: write it here and read it below");
   return llvm::json::Object{{"m", s.m},           {"k", s.k},
                             {"n", s.n},           {"v", s.v},
                             {"vectors", s.vectors}, {"blocks", s.blocks},
@@ -357,6 +360,9 @@ llvm::Expected<Candidate> candidate_from_json(const llvm::json::Object &o, llvm:
 }  // namespace
 
 llvm::json::Value to_json(const TuneRecord &r) {
+  static_assert(field_count<TuneRecord>() == 7 && field_count<TuneKey>() == 4 && field_count<Choice>() == 3 &&
+                    field_count<CandidateTiming>() == 7 && field_count<Candidate>() == 4,
+                "a tuning record field was added: write it here and read it in tune_record_from_json");
   llvm::json::Object choice = candidate_json(r.choice.candidate);
   choice["median_ms"] = r.choice.median_ms;
   if (r.choice.dense_ms > 0) choice["dense_ms"] = r.choice.dense_ms;
