@@ -197,9 +197,9 @@ std::string plan_launch(Plan &p) {
       break;
     }
     case KernelFamily::SpmmDecode: {
-      // One block per SM holds all BSn columns (N rounded up to 16) of B's slice; its 16 (8) warps
-      // share the block's row-blocks as one run of strides cut into 16 equal pieces, so every
-      // SM keeps 16 x ring_depth strides of A and indices in flight. A row-block cut between
+      // One block per SM holds all BSn columns (N rounded up to 16) of B's slice; its 16 (8, 20)
+      // warps share the block's row-blocks as one run of strides cut into one equal piece a warp,
+      // so every SM keeps 16 x ring_depth strides of A and indices in flight. A row-block cut between
       // warps is summed in shared memory (reduction_smem: one partial per warp, written over
       // B's slice once every warp is done with it). Each warp holds two accumulator sets (the
       // running one and its first row-block's partial): 16 warps leave 128 registers a thread.
@@ -208,8 +208,16 @@ std::string plan_launch(Plan &p) {
       l.tiles = s.bsn / 16;
       const int accs = int(p.groups.size() * p.rhs.size()) * l.tiles;
       // More than four accumulator tiles (two lhs groups or rhs planes at 48-64 columns) do
-      // not fit 128 registers: 8 warps of 255 registers instead.
-      l.warps_per_group = accs <= 4 ? 16 : 8;
+      // not fit 128 registers: 8 warps of 255 registers instead. Three tiles of one plane and
+      // group in one pass (n48d: prefill, N >= 128) take 20 warps of 96 registers on sm_90 (no
+      // spill for any type, V or output; sm_80 spilled at V=8): more warps hide the ldmatrix and
+      // mma latencies of a loop bound by the L1 pipe. H100, against 16 (bench/NOTES.md, Session
+      // 27): s=0.9 N=2048-8192 2-5 % faster (int4 A 5-7 %), s=0.7 N=128-512 5 %; N=48 3 % slower
+      // (not on the grid); 24 warps (80 registers, a 4-6 deep ring) and 12 slower than 20; K panels
+      // (a ring of 8) and two tiles even.
+      l.warps_per_group = accs > 4                                                         ? 8
+                          : l.tiles == 3 && accs == 3 && !s.panel && s.arch >= 90 ? 20
+                                                                                           : 16;
       l.threads = l.warps_per_group * 32;
       // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: 10 for one to three
       // accumulator tiles, 8 for four, 4 at 8 warps; none spills (ptxas, sm_80 and sm_90, every

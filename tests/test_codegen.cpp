@@ -604,18 +604,27 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(src.find("red.global."), std::string::npos);
   EXPECT_EQ(src.find("red.shared."), std::string::npos);
   EXPECT_EQ(src.find("gridDim.x"), std::string::npos);
-  // Wider tiles: more accumulator tiles, a shallower ring.
-  for (auto [bsn, depth] : {std::pair{32, 10}, {48, 10}, {64, 8}}) {
+  // Wider tiles: more accumulator tiles, a shallower ring; three tiles in one pass on sm_90 20 warps.
+  for (auto [bsn, depth, warps] : {std::tuple{32, 10, 16}, {48, 10, 20}, {64, 8, 16}}) {
     OpSpec w = s;
     w.bsn = bsn;
     auto pw = plan(w);
     ASSERT_TRUE(bool(pw)) << llvm::toString(pw.takeError());
     EXPECT_EQ(pw->launch.tiles, bsn / 16);
     EXPECT_EQ(pw->launch.ring_depth, depth) << bsn;
-    EXPECT_EQ(pw->launch.reduction_smem, 16 * 512 * bsn / 16);
+    EXPECT_EQ(pw->launch.threads, warps * 32) << bsn;
+    EXPECT_EQ(pw->launch.reduction_smem, warps * 512 * bsn / 16);
     auto kw = generate(*pw);
     ASSERT_TRUE(bool(kw)) << llvm::toString(kw.takeError());
     EXPECT_EQ(kw->name, "magicube_spmm_s8s8_v8_n" + std::to_string(bsn) + "d_pf_sm90");
+  }
+  // Three tiles keep 16 warps in K panels (a ring of 8) and on sm_80 (20 spilled there).
+  for (auto [panel, arch] : {std::pair{4800, 90}, {0, 80}}) {
+    OpSpec w = s;
+    w.bsn = 48, w.panel = panel, w.arch = arch;
+    auto pw = plan(w);
+    ASSERT_TRUE(bool(pw)) << llvm::toString(pw.takeError());
+    EXPECT_EQ(pw->launch.threads, 512) << panel << " sm_" << arch;
   }
   // Two lhs groups at 64 columns are eight accumulator tiles: 8 warps of 255 registers.
   OpSpec g2 = s;
