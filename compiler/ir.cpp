@@ -102,6 +102,10 @@ llvm::Error validate(const OpSpec &s) {
     return err("panel: only a decode kernel takes B in K panels (write n" + llvm::Twine(s.bsn) + "dp" + llvm::Twine(s.panel) + ")");
   if (s.panel != 0 && (s.panel < 64 || s.panel % 64 != 0 || s.panel > 32704))
     return err("panel: " + llvm::Twine(s.panel) + " rows of B per panel is not allowed (allowed: a multiple of 64, 64..32704)");
+  if (s.warps != 0 && !s.decode)
+    return err("warps: only a decode kernel takes a warp count (write n" + llvm::Twine(s.bsn) + "dw" + llvm::Twine(s.warps) + ")");
+  if (s.warps != 0 && s.warps != 8 && s.warps != 16 && s.warps != 20 && s.warps != 24 && s.warps != 32)
+    return err("warps: " + llvm::Twine(s.warps) + " warps a block is not allowed (allowed: 8, 16, 20, 24, 32; 0 = the plan's choice)");
   if (s.panel != 0 && is_float(s.out))
     return err("panel: a decode kernel in K panels adds each pass into C, which needs an integer output (out is " +
                llvm::Twine(out_name(s.out)) + "; allowed: i32, i64)");
@@ -145,7 +149,8 @@ std::string to_string(const OpSpec &s) {
   std::string t = std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v);
   if (s.pinned & kPinTile)
     t += ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
-         (s.decode ? "d" : s.resident ? "r" : "") + (s.panel ? "p" + std::to_string(s.panel) : std::string());
+         (s.decode ? "d" : s.resident ? "r" : "") + (s.warps ? "w" + std::to_string(s.warps) : std::string()) +
+         (s.panel ? "p" + std::to_string(s.panel) : std::string());
   if (s.pinned & kPinPrefetch)
     t += s.prefetch ? ".pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string(".nopf");
   return t + "." + out_name(s.out) + (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +
@@ -185,12 +190,20 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: " + quoted(f[2]) + " must be v<V>, e.g. v8");
   s.v = int(n);
   llvm::StringRef nf = f[3].empty() ? llvm::StringRef("n64") : f[3];
-  if (size_t ppos = nf.rfind("dp"); ppos != llvm::StringRef::npos) {
+  // n<BSn>d[w<warps>][p<rows>]: the panel last, the warp count before it
+  if (size_t ppos = nf.rfind('p'); ppos != llvm::StringRef::npos && nf.find('d') != llvm::StringRef::npos) {
     unsigned rows = 0;
-    if (nf.drop_front(ppos + 2).getAsInteger(10, rows))
-      return err("panel: " + quoted(f[3]) + " must be n<BSn>dp<rows>, e.g. n48dp4800");
+    if (nf.drop_front(ppos + 1).getAsInteger(10, rows))
+      return err("panel: " + quoted(f[3]) + " must be n<BSn>dp<rows> or n<BSn>dw<warps>p<rows>, e.g. n48dp4800");
     s.panel = int(rows);
-    nf = nf.take_front(ppos + 1);
+    nf = nf.take_front(ppos);
+  }
+  if (size_t wpos = nf.rfind("dw"); wpos != llvm::StringRef::npos) {
+    unsigned warps = 0;
+    if (nf.drop_front(wpos + 2).getAsInteger(10, warps))
+      return err("warps: " + quoted(f[3]) + " must be n<BSn>dw<warps>[p<rows>], e.g. n16dw32");
+    s.warps = int(warps);
+    nf = nf.take_front(wpos + 1);
   }
   if (nf.consume_back("r")) s.resident = true;
   else if (nf.consume_back("d")) s.resident = s.decode = true;
@@ -234,10 +247,10 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 }
 
 llvm::json::Value to_json(const OpSpec &s) {
-  static_assert(field_count<OpSpec>() == 17,
+  static_assert(field_count<OpSpec>() == 18,
                 "an OpSpec field was added: write and read it here, and in to_string / parse_opspec if it is part of the kernel");
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
-                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode}, {"panel", s.panel},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode}, {"panel", s.panel}, {"warps", s.warps},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
                             {"bias", bias_name(s.bias)}, {"c_col", s.c_col}, {"arch", arch_name(s.arch)}, {"pinned", int(s.pinned)}};
 }
@@ -284,6 +297,10 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
   if (auto pn = o->getInteger("panel")) {
     if (*pn < 0 || *pn > 32704) return need("panel");
     s.panel = int(*pn);
+  }
+  if (auto w = o->getInteger("warps")) {
+    if (*w < 0 || *w > 32) return need("warps");
+    s.warps = int(*w);
   }
   if (auto cc = o->getBoolean("c_col")) s.c_col = *cc;
   if (auto pn = o->getInteger("pinned")) {

@@ -1,7 +1,7 @@
 // The IR: one value type, OpSpec, that describes one quantized sparse op.
 //
 // Text form (canonical; parse(print(x)) == x):
-//   <op>.<lhs>x<rhs>.v<V>[.n<BSn>[k2|r|d]][.<pf|pf2|pf3|pf4|nopf>].<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   <op>.<lhs>x<rhs>.v<V>[.n<BSn>[k2|r|d[w<warps>][p<rows>]]][.<pf|pf2|pf3|pf4|nopf>].<out>[+t|+rc][+rowbias|+colbias].<arch>
 //   (a missing tile or prefetch field leaves those knobs to the dispatch: OpSpec::pinned)
 //   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, spmm.s8xs8.v8.n128.pf3.i32.sm_90,
 //        sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
@@ -74,6 +74,10 @@ struct OpSpec {
                               // multiple of 64; 0: all K at once). The kernel runs ceil(K / panel)
                               // passes over A packed panel by panel, adding each pass into C
                               // (text: n48dp4800). Pinned with the tile (kPinResident)
+  int warps = 0;              // decode: warps a block (8, 16, 20, 24 or 32; 0: the plan's choice, 16,
+                              // or 8 for more than four accumulator tiles). More warps, fewer
+                              // registers each: 20 hold three tiles, 24 two, 32 one (text: n16dw32;
+                              // the dispatch asks 20 and 32 past N = 64). Pinned with the tile
   // The kernel knobs (bsn, prefetch + stages, split, resident) the caller fixed, as kPin*
   // bits; the dispatch (runtime/dispatch.h) chooses the others for the matrix and the GPU.
   // The text form omits an unpinned tile field (n..) or prefetch field (pf..):

@@ -197,28 +197,31 @@ std::string plan_launch(Plan &p) {
       break;
     }
     case KernelFamily::SpmmDecode: {
-      // One block per SM holds all BSn columns (N rounded up to 16) of B's slice; its 16 (8, 20)
-      // warps share the block's row-blocks as one run of strides cut into one equal piece a warp,
-      // so every SM keeps 16 x ring_depth strides of A and indices in flight. A row-block cut between
-      // warps is summed in shared memory (reduction_smem: one partial per warp, written over
-      // B's slice once every warp is done with it). Each warp holds two accumulator sets (the
-      // running one and its first row-block's partial): 16 warps leave 128 registers a thread.
-      // (__launch_bounds__(THREADS, 1) in the kernel.)
+      // One block per SM holds all BSn columns (N rounded up to 16) of B's slice; its warps (16,
+      // or spec.warps) share the block's row-blocks as one run of strides cut into one equal piece
+      // a warp, so every SM keeps warps x ring_depth strides of A and indices in flight. A
+      // row-block cut between warps is summed in shared memory (reduction_smem: one partial per
+      // warp, written over B's slice once every warp is done with it). Each warp holds two
+      // accumulator sets (the running one and its first row-block's partial).
+      // (__launch_bounds__(THREADS, 1) in the kernel: 65536 registers over the block's threads.)
       l.warp_cols = s.bsn;
       l.tiles = s.bsn / 16;
       const int accs = int(p.groups.size() * p.rhs.size()) * l.tiles;
-      // More than four accumulator tiles (two lhs groups or rhs planes at 48-64 columns) do
-      // not fit 128 registers: 8 warps of 255 registers instead. Three tiles of one plane and
-      // group in one pass (n48d: prefill, N >= 128) take 20 warps of 96 registers on sm_90 (no
-      // spill for any type, V or output; sm_80 spilled at V=8): more warps hide the ldmatrix and
-      // mma latencies of a loop bound by the L1 pipe. H100, against 16 (bench/NOTES.md, Session
-      // 27): s=0.9 N=2048-8192 2-5 % faster (int4 A 5-7 %), s=0.7 N=128-512 5 %; N=48 3 % slower
-      // (not on the grid); 24 warps (80 registers, a 4-6 deep ring) and 12 slower than 20; K panels
-      // (a ring of 8) and two tiles even.
-      l.warps_per_group = accs > 4                                                         ? 8
-                          : l.tiles == 3 && accs == 3 && !s.panel && s.arch >= 90 ? 20
-                                                                                           : 16;
+      // 16 warps leave 128 registers a thread, which hold up to four accumulator tiles; more (two
+      // lhs groups or rhs planes at 48-64 columns) take 8 warps of 255 registers. More warps hide
+      // more of the ldmatrix and mma latencies where the loop is bound by the L1 pipe (prefill),
+      // with fewer registers each: 20 (96 registers) hold three tiles, 24 (80) two, 32 (64) one.
+      // The dispatch asks 20 for three tiles past N = 64 and 32 for one tile at long K (H100,
+      // bench/NOTES.md, Session 27: n48d at 20 warps 2-7 % faster than 16 at N >= 128, 3 % slower
+      // at N=48; n16d at 32 warps 1.4x faster than 16 at N=2048, slower at N <= 16).
+      l.warps_per_group = s.warps ? s.warps : accs > 4 ? 8 : 16;
       l.threads = l.warps_per_group * 32;
+      const int max_accs = l.warps_per_group <= 8 ? accs : l.warps_per_group <= 16 ? 4 : l.warps_per_group <= 20 ? 3
+                         : l.warps_per_group <= 24 ? 2 : 1;
+      if (accs > max_accs)
+        why = "decode: " + S(l.warps_per_group) + " warps a block hold at most " + S(max_accs) +
+              " accumulator tile(s) a warp in their registers; " + to_string(s) + " has " + S(accs) +
+              " (fewer warps, or a narrower tile)";
       // Strides in flight per warp: pf2/pf3/pf4 as asked; automatic: 10 for one to three
       // accumulator tiles, 8 for four, 4 at 8 warps; none spills (ptxas, sm_80 and sm_90, every
       // decode type x V x BSn x output) since the schedule word rides in the column indices
@@ -229,11 +232,17 @@ std::string plan_launch(Plan &p) {
       // K panels: 8 for up to three tiles. Their epilogue also holds the panels' adds, and at 10
       // the ring's loop stalled on instruction fetch (one panel of all K at 4096x4096 N=2048 took
       // 58 us at 10, 45 at 8, the kernel without panels 42; three panels 1-3 % faster at 8;
-      // bench/NOTES.md, Session 22).
-      l.ring_depth = s.stages ? s.stages
-                     : accs <= 3 ? (s.panel ? 8 : 10)
-                     : accs == 4 ? 8
-                                 : 4;
+      // bench/NOTES.md, Session 22). 20 warps: 10 (8 for a float output); 24 warps: 10 for one
+      // tile, 8 for two (6 for a float output); 32 warps: 8 (6 for a float output). 10 spilled at
+      // 32 warps' 64 registers, and the float epilogue's scales at the deeper rings (ptxas, sm_90).
+      const bool fl = is_float(s.out);  // the float epilogue's scales and bias take registers too
+      l.ring_depth = s.stages                   ? s.stages
+                     : l.warps_per_group == 32 ? (fl ? 6 : 8)
+                     : l.warps_per_group == 24 ? (accs <= 1 ? 10 : fl ? 6 : 8)
+                     : l.warps_per_group == 20 ? (fl || s.panel ? 8 : 10)
+                     : accs <= 3               ? (s.panel ? 8 : 10)
+                     : accs == 4               ? 8
+                                               : 4;
       l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial
       l.reduction_smem = l.warps_per_group * accs * c_regs(p.shape) * 32 * 4;
       for (const Chunk &c : p.rhs) l.slice_bytes_per_k += slice_row_bytes(p, c);

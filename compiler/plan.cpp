@@ -33,7 +33,8 @@ std::string Plan::kernel_name() const {
   std::string lr = spec.lhs.str() + spec.rhs.str();
   std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_n" +
                      std::to_string(spec.bsn) + (spec.split > 1 ? "k" + std::to_string(spec.split) : std::string()) +
-                     (spec.decode ? "d" : spec.resident ? "r" : "") + (spec.panel ? "p" + std::to_string(spec.panel) : std::string()) +
+                     (spec.decode ? "d" : spec.resident ? "r" : "") + (spec.warps ? "w" + std::to_string(spec.warps) : std::string()) +
+                     (spec.panel ? "p" + std::to_string(spec.panel) : std::string()) +
                      (spec.prefetch ? "_pf" : "_nopf") +
                      (spec.stages ? std::to_string(spec.stages) : std::string());
   if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
@@ -119,12 +120,12 @@ uint64_t fingerprint(const Plan &p) {
   // Every field of the spec and of the plan's own structs is hashed, except what follows from
   // them (Plan: mma_rate, max_exact_k, max_term_k, the costs, the launch but its language;
   // Term: mma). A field added anywhere here fails these until it is hashed or named derived.
-  static_assert(field_count<OpSpec>() == 17 && field_count<ElemType>() == 2, "an OpSpec field was added: hash it here");
+  static_assert(field_count<OpSpec>() == 18 && field_count<ElemType>() == 2, "an OpSpec field was added: hash it here");
   static_assert(field_count<Plan>() == 21 && field_count<MmaShape>() == 3 && field_count<Chunk>() == 4 &&
                     field_count<StackGroup>() == 2 && field_count<Term>() == 6 && field_count<ExchangeStep>() == 2,
                 "a Plan field was added: hash it here, or say it follows from the others");
   f.append({int64_t(s.op), s.lhs.bits, s.lhs.is_signed, s.rhs.bits, s.rhs.is_signed, s.v, s.bsn, s.prefetch,
-            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.panel, s.pinned, s.c_col});
+            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.panel, s.warps, s.pinned, s.c_col});
   f.append({p.native_bits, p.shape.m, p.shape.n, p.shape.k, int64_t(p.orient)});
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     f.push_back(int64_t(cs->size()));

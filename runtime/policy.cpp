@@ -118,15 +118,47 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   if (!best) return std::nullopt;
   d.bsn = best;
   d.panel = best_panel;
-  const int64_t slices = ceil_div(std::max<int64_t>(sig.n, 1), best);
+  // Past N = 64 the loop is bound by the L1 pipe (ldmatrix and A's loads) and by its latencies:
+  // more warps hide more of them where their registers hold the tiles (launch.cpp). On the H100
+  // (bench/NOTES.md, Session 27): three tiles at 20 warps 2-7 % faster than at 16 (N >= 128; 3 %
+  // slower at N=48, so only past N = 64); one tile at 32 warps 1.4x faster than at 16.
+  auto builds = [&](const OpSpec &t) {
+    if (auto e = validate(t)) return llvm::consumeError(std::move(e)), false;
+    auto p = plan(t);
+    if (!p) return llvm::consumeError(p.takeError()), false;
+    return check_shared_memory(*p, sig.k).empty();
+  };
+  if (wide_n && !forced && !pinned(kPinBsn) && base.arch >= 90) {
+    OpSpec t = d;
+    // Long K at high sparsity: where only K panels hold 48 columns (K = 11008, 14336), 16-column
+    // slices of all K at 32 warps beat them at s=0.9 (4096x11008 N=128 / 512 / 2048 / 8192: 22.0
+    // -> 14.6, 40.5 -> 35.0, 131 -> 112, 541 -> 435 us; 4096x14336 27.5 -> 19.0, 49.8 -> 46.5,
+    // 147 -> 146, 631 -> 572) and lose at s=0.7 and 0.5 (2-22 %: A is read again for each of 3x
+    // the slices, from L2, and it is 3-5x larger there).
+    const double density = sig.k > 0 ? sig.mean / double(sig.k) : 1.0;
+    t.bsn = 16, t.panel = 0, t.warps = 32;
+    if (best_panel && density <= 0.2 && builds(t)) {
+      d = t;
+    } else if (best == 48 && !best_panel) {
+      t = d;
+      t.warps = 20;
+      if (builds(t)) d = t;
+    }
+  }
+  if (d.bsn != best) {  // the 16-column slices of all K: their slice's shared memory
+    auto p = plan(d);
+    best_smem = p ? int64_t(p->launch.dynamic_smem(sig.k)) : 0;
+    if (!p) llvm::consumeError(p.takeError());
+  }
+  const int64_t slices = ceil_div(std::max<int64_t>(sig.n, 1), d.bsn);
   const std::string kib = fmt::format("{:.0f} KiB", double(best_smem) / 1024);
   std::string why =
       slices == 1 ? fmt::format("decode: N={} in one {}-column tile, B resident ({}), strides split over warps", sig.n,
-                                best, kib)
-                  : fmt::format("decode: N={} in {} slices of {} columns, B resident ({} a block), strides split over warps",
-                                sig.n, slices, best, kib);
-  if (best_panel)
-    why += fmt::format(", K in {} panels of {} rows", ceil_div(sig.k, best_panel), best_panel);
+                                d.bsn, kib)
+                  : fmt::format("decode: N={} in {} slices of {} columns, B resident ({} a block), strides split over {}warps",
+                                sig.n, slices, d.bsn, kib, d.warps ? std::to_string(d.warps) + " " : std::string());
+  if (d.panel)
+    why += fmt::format(", K in {} panels of {} rows", ceil_div(sig.k, d.panel), d.panel);
   return PolicyChoice{d, why};
 }
 
@@ -264,6 +296,11 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // TOPS before the epilogue term): 270 for V=8; generator 22 ran N >= 512 8 % faster (median,
 // 2026-11-26 03:46 UTC): 292. V=4 and V=2 were not remeasured.
 constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6.5;
+// Past N = 64 in 16-column slices (one tile a stride, 32 warps: long K at s=0.9, Session 27) the
+// model put 4096x11008 / 4096x14336 at N = 512-8192 6-9 % under the measured times (there its
+// bound is A read again for each slice); a stride's own work (its loads, the schedule, the
+// ldmatrix address) buys one tile there, not three. Both bounds' rates take this share.
+constexpr double kDecodeOneTileWideRate = 0.92;
 // 4-bit A: each 16 columns of a slice past the first add 0.2 of a slice's widening (the bound
 // below). (4-bit B cost 1.55 strides a stride and 0.3 a tile while the decode kernel widened it
 // per gather, 2026-11-26 15:28 UTC; since session 22 it packs B as bytes: planner.cpp.)
@@ -397,7 +434,9 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const bool nibble_a = nibbles(plan.lhs);
   const double tops = decode ? kDecodeTops[vi] / (1.0 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                              : kSparseTops[vi];
-  e.sparse_us = std::max(launch + sparse_bytes / (stream * scale), launch + 2 * vectors * v * n / (tops * scale * 1e6));
+  const double rate = wide_decode && spec.bsn == 16 ? kDecodeOneTileWideRate : 1.0;  // of both bounds
+  e.sparse_us = std::max(launch + sparse_bytes / (stream * rate * scale),
+                         launch + 2 * vectors * v * n / (tops * rate * scale * 1e6));
   if (decode)
     e.sparse_us += double(plan.launch.panels(sig.k) - 1) * out_bytes * m * n /
                    ((spec.c_col ? kPanelAddBytesPerUsColumnMajor : kPanelAddBytesPerUs) * scale);

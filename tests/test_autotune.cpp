@@ -755,10 +755,17 @@ TEST(Policy, DecodeKernelForSmallN) {
   c = policy_spec(base, &g, dev);
   EXPECT_TRUE(c.spec.decode);
   EXPECT_EQ(c.spec.bsn, 48) << c.why;
-  EXPECT_EQ(c.why, "decode: N=65 in 2 slices of 48 columns, B resident (192 KiB a block), strides split over warps");
-  g = sig_of(4096, 4096, 2048, 0.9);
+  // Three tiles past N = 64 at 20 warps (96 registers); at N <= 64 the plan's 16.
+  EXPECT_EQ(c.why, "decode: N=65 in 2 slices of 48 columns, B resident (192 KiB a block), strides split over 20 warps");
+  EXPECT_EQ(c.spec.warps, 20);
+  g.n = 48;
   EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n48d.pf.i32.sm_90");
-  EXPECT_EQ(to_string(policy_spec(b4, &g, dev).spec), "spmm.s4xs4.v8.n48d.pf.i32.sm_90");
+  g = sig_of(4096, 4096, 2048, 0.9);
+  EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n48dw20.pf.i32.sm_90");
+  EXPECT_EQ(to_string(policy_spec(b4, &g, dev).spec), "spmm.s4xs4.v8.n48dw20.pf.i32.sm_90");
+  OpSpec a80 = base;
+  a80.arch = 80;
+  EXPECT_EQ(policy_spec(a80, &g, dev).spec.warps, 0) << "sm_80: the plan's warps (20 spilled there)";
   c = policy_spec(wide, &g, dev);
   EXPECT_EQ(c.spec.bsn, 32) << "two lhs groups: four accumulator tiles at most; " << c.why;
   OpSpec r16 = base;
@@ -768,28 +775,38 @@ TEST(Policy, DecodeKernelForSmallN) {
   tile.pinned = kPinBsn;
   tile.bsn = 64;
   EXPECT_FALSE(policy_spec(tile, &g, dev).spec.decode) << "a pinned tile past N = 64 asks for the ring kernel";
-  // K=11008 or 14336: no slice of 32+ columns of all K fits (16 columns lost to the ring kernel
-  // at N = 512-2048): 48-column slices with K in the fewest panels that fit, as even as 64-row
-  // multiples make them; integer outputs only (each pass adds into C), so not for f16.
-  g = sig_of(4096, 11008, 2048, 0.9);
+  // K=11008 or 14336: no slice of 32+ columns of all K fits: 48-column slices with K in the
+  // fewest panels that fit, as even as 64-row multiples make them; integer outputs only (each
+  // pass adds into C), so not for f16. At density 0.2 or less, 16-column slices of all K at 32
+  // warps instead (no panels, no adds).
+  g = sig_of(4096, 11008, 2048, 0.7);
   c = policy_spec(base, &g, dev);
   EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n48dp3712.pf.i32.sm_90") << c.why;
   EXPECT_NE(c.why.find("K in 3 panels of 3712 rows"), std::string::npos) << c.why;
-  g = sig_of(4096, 14336, 512, 0.9);
+  g = sig_of(4096, 14336, 512, 0.7);
   EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n48dp4800.pf.i32.sm_90");
   OpSpec half = base;
   half.out = OutType::F16;
   EXPECT_FALSE(policy_spec(half, &g, dev).spec.decode) << "a float output is not added into";
+  g = sig_of(4096, 11008, 2048, 0.9);
+  c = policy_spec(base, &g, dev);
+  EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n16dw32.pf.i32.sm_90") << c.why;
+  EXPECT_EQ(c.why, "decode: N=2048 in 128 slices of 16 columns, B resident (172 KiB a block), strides split over 32 warps");
+  g = sig_of(4096, 14336, 512, 0.9);
+  EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n16dw32.pf.i32.sm_90");
   g = sig_of(4096, 4096, 2048, 0.9);
   EXPECT_EQ(policy_spec(base, &g, dev).spec.panel, 0) << "K that fits takes no panels";
   // The route model counts each pass's add into C: these two ran slower than dense (session 19's
-  // grid: 645 against 575 us and 566 against 513; at 4096x14336 N=2048 the two are even, 151
-  // against 150, and the model's 5 % margin decides).
+  // grid at s=0.9: 645 against 575 us and 566 against 513); at s=0.9 the 16-column slices at 32
+  // warps beat dense there (session 27: 572 against 610 us, 435 against 496) and go sparse.
   for (auto [k, n] : {std::pair<int64_t, int64_t>{14336, 8192}, {11008, 8192}}) {
-    g = sig_of(4096, k, n, 0.9);
-    auto pp = plan(policy_spec(base, &g, dev).spec);
-    ASSERT_TRUE(bool(pp));
-    EXPECT_EQ(route_by_model(estimate_routes(*pp, g, dev)), Route::Dense) << k << " " << n;
+    for (double sp : {0.7, 0.9}) {
+      g = sig_of(4096, k, n, sp);
+      auto pp = plan(policy_spec(base, &g, dev).spec);
+      ASSERT_TRUE(bool(pp));
+      EXPECT_EQ(pp->spec.panel != 0, sp == 0.7);
+      EXPECT_EQ(route_by_model(estimate_routes(*pp, g, dev)), sp == 0.7 ? Route::Dense : Route::Sparse) << k << " " << n;
+    }
   }
   g = sig_of(4096, 4096, 16, 0.7);
   // Pinned knobs: resident B pinned keeps the resident kernel; split 2 or no prefetch pinned

@@ -604,8 +604,8 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(src.find("red.global."), std::string::npos);
   EXPECT_EQ(src.find("red.shared."), std::string::npos);
   EXPECT_EQ(src.find("gridDim.x"), std::string::npos);
-  // Wider tiles: more accumulator tiles, a shallower ring; three tiles in one pass on sm_90 20 warps.
-  for (auto [bsn, depth, warps] : {std::tuple{32, 10, 16}, {48, 10, 20}, {64, 8, 16}}) {
+  // Wider tiles: more accumulator tiles, a shallower ring; 16 warps unless the spec asks.
+  for (auto [bsn, depth, warps] : {std::tuple{32, 10, 16}, {48, 10, 16}, {64, 8, 16}}) {
     OpSpec w = s;
     w.bsn = bsn;
     auto pw = plan(w);
@@ -618,13 +618,28 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
     ASSERT_TRUE(bool(kw)) << llvm::toString(kw.takeError());
     EXPECT_EQ(kw->name, "magicube_spmm_s8s8_v8_n" + std::to_string(bsn) + "d_pf_sm90");
   }
-  // Three tiles keep 16 warps in K panels (a ring of 8) and on sm_80 (20 spilled there).
-  for (auto [panel, arch] : {std::pair{4800, 90}, {0, 80}}) {
+  // More warps a block (spec.warps), fewer registers each: 20 hold three tiles, 24 two, 32 one.
+  for (auto [bsn, warps, depth] : {std::tuple{48, 20, 10}, {32, 24, 8}, {16, 24, 10}, {16, 32, 8}}) {
     OpSpec w = s;
-    w.bsn = 48, w.panel = panel, w.arch = arch;
+    w.bsn = bsn, w.warps = warps;
     auto pw = plan(w);
     ASSERT_TRUE(bool(pw)) << llvm::toString(pw.takeError());
-    EXPECT_EQ(pw->launch.threads, 512) << panel << " sm_" << arch;
+    EXPECT_EQ(pw->launch.threads, warps * 32) << to_string(w);
+    EXPECT_EQ(pw->launch.ring_depth, depth) << to_string(w);
+    EXPECT_EQ(pw->launch.reduction_smem, warps * 512 * bsn / 16);
+    auto kw = generate(*pw);
+    ASSERT_TRUE(bool(kw)) << llvm::toString(kw.takeError());
+    EXPECT_EQ(kw->name, "magicube_spmm_s8s8_v8_n" + std::to_string(bsn) + "dw" + std::to_string(warps) + "_pf_sm90");
+    EXPECT_NE(kw->source.find("__launch_bounds__(" + std::to_string(warps * 32) + ", 1)"), std::string::npos);
+    EXPECT_NE(kw->source.find("constexpr int THREADS = " + std::to_string(warps * 32) + ";"), std::string::npos);
+  }
+  for (auto [bsn, warps] : {std::pair{48, 24}, {32, 32}, {64, 20}}) {
+    OpSpec w = s;
+    w.bsn = bsn, w.warps = warps;
+    auto pw = plan(w);
+    ASSERT_FALSE(bool(pw)) << to_string(w);
+    const std::string e = llvm::toString(pw.takeError());
+    EXPECT_NE(e.find(std::to_string(warps) + " warps a block hold at most"), std::string::npos) << e;
   }
   // Two lhs groups at 64 columns are eight accumulator tiles: 8 warps of 255 registers.
   OpSpec g2 = s;

@@ -165,6 +165,27 @@ TEST(Ir, DecodeIsPartOfTheTextAndJson) {
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48dp100.pf.i32.sm_90")), {"panel", "100", "multiple of 64"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48dp4800.pf.f16.sm_90")), {"panel", "integer output", "f16"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48dpx.pf.i32.sm_90")), {"panel", "n<BSn>dp<rows>"}));
+  // Warps a block: n<BSn>dw<warps>[p<rows>], round trip; decode only, 8/16/20/24/32.
+  for (const char *text : {"spmm.s8xs8.v8.n16dw32.pf.i32.sm_90", "spmm.s8xs8.v8.n48dw20p4800.pf.i64.sm_90",
+                           "spmm.s4xs8.v8.n32dw24.pf.bf16+rc+ccol.sm_80"}) {
+    auto w = parse_opspec(text);
+    ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+    EXPECT_TRUE(w->decode && w->resident) << text;
+    EXPECT_EQ(to_string(*w), text);
+    auto wj = opspec_from_json(to_json(*w));
+    ASSERT_TRUE(bool(wj));
+    EXPECT_EQ(*wj, *w);
+  }
+  EXPECT_EQ(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n48dw20p4800.pf.i64.sm_90")).warps, 20);
+  EXPECT_EQ(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n48dw20p4800.pf.i64.sm_90")).panel, 4800);
+  EXPECT_NE(stable_hash(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n16dw32.pf.i32.sm_90"))),
+            stable_hash(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n16d.pf.i32.sm_90"))));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n16dw12.pf.i32.sm_90")), {"warps", "12", "8, 16, 20, 24, 32"}));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n16dwx.pf.i32.sm_90")), {"warps", "n<BSn>dw<warps>"}));
+  OpSpec nw{OpKind::SpMM, {8, true}, {8, true}, 8, 48, true, OutType::Int32, 90};
+  nw.resident = true;
+  nw.warps = 20;
+  EXPECT_TRUE(has(llvm::toString(validate(nw)), {"warps", "only a decode kernel"}));
   OpSpec np{OpKind::SpMM, {8, true}, {8, true}, 8, 48, true, OutType::Int32, 90};
   np.resident = true;
   np.panel = 64;

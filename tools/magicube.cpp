@@ -16,7 +16,7 @@
 // The benchmark is its own binary (bench/bench_main.cpp): it links cuBLAS, cuBLASLt and
 // cuSPARSE, which this one must not need.
 //
-// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --resident --decode --panel --out --scale --bias --arch
+// op flags: --op --lhs --rhs --v --bsn --no-prefetch --stages --split --resident --decode --panel --warps --out --scale --bias --arch
 // Exit status: 0 success; 1 bad input or a failure (the message names it); 2 nothing run
 // (no GPU).
 #include <unistd.h>
@@ -76,6 +76,10 @@ cl::opt<bool> DecodeFlag("decode",
 cl::opt<int> PanelFlag("panel",
                        cl::desc("SpMM decode kernel: B's rows per pass, K taken in panels of that many (a multiple of "
                                 "64; implies --decode; integer outputs; spec n48dp4800)"),
+                       cl::init(0), cl::cat(OpCat), OP_SUBS);
+cl::opt<int> WarpsFlag("warps",
+                       cl::desc("SpMM decode kernel: warps a block, 8, 16, 20, 24 or 32 (0 = the plan's choice; "
+                                "implies --decode; spec n16dw32)"),
                        cl::init(0), cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> OutFlag("out", cl::desc("output type: int32 | int64 | f32 | f16 | bf16"), cl::init("int32"),
                              cl::cat(OpCat), OP_SUBS);
@@ -198,6 +202,7 @@ tool::OpFlags op_flags() {
   f.route = RouteFlag;
   f.decode = DecodeFlag;
   f.panel = PanelFlag;
+  f.warps = WarpsFlag;
   f.candidate = CandidateFlag;
   f.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   // Knobs given on the command line are pinned; the dispatch chooses the others.
@@ -205,7 +210,8 @@ tool::OpFlags op_flags() {
   if (BsnFlag.getNumOccurrences()) f.pinned |= kPinBsn;
   if (NoPrefetchFlag.getNumOccurrences() || StagesFlag.getNumOccurrences()) f.pinned |= kPinPrefetch;
   if (SplitFlag.getNumOccurrences()) f.pinned |= kPinSplit;
-  if (ResidentFlag.getNumOccurrences() || DecodeFlag.getNumOccurrences() || PanelFlag.getNumOccurrences())
+  if (ResidentFlag.getNumOccurrences() || DecodeFlag.getNumOccurrences() || PanelFlag.getNumOccurrences() ||
+      WarpsFlag.getNumOccurrences())
     f.pinned |= kPinResident;
   return f;
 }

@@ -159,9 +159,12 @@ TEST(EpilogueGpu, DecodeFloatOutputs) {
   std::mt19937_64 rng(39);
   for (auto [out, sc, bi] : {std::tuple{OutType::F32, Scale::Tensor, Bias::Row}, std::tuple{OutType::F16, Scale::RowCol, Bias::Col},
                              std::tuple{OutType::F16, Scale::RowCol, Bias::None}, std::tuple{OutType::BF16, Scale::None, Bias::None}})
-    for (auto [n, bsn] : {std::pair<int64_t, int>{5, 16}, {16, 16}, {33, 48}, {64, 32}}) {
+    for (auto [n, bsn, warps] : {std::tuple<int64_t, int, int>{5, 16, 0}, {16, 16, 0}, {33, 48, 0}, {64, 32, 0},
+                                 {200, 48, 20}, {70, 32, 24}, {100, 16, 32}}) {
+      // (the last three: more warps a block, as the dispatch asks past N = 64)
       OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 4, bsn, true, out, 90, sc, bi};
       s.resident = s.decode = true;
+      s.warps = warps;
       auto p = plan(s);
       ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
       ASSERT_EQ(p->launch.family, KernelFamily::SpmmDecode);

@@ -256,6 +256,28 @@ TEST(SpmmGpu, DecodeKernelInSlicesAtPrefillN) {
     cases.push_back({*p, 1000, 700, 1000});
     cases.push_back({*p, 128, 2048, 6400});
   }
+  // More warps a block (spec.warps: what the dispatch asks past N = 64): 20 for three tiles, 24
+  // for two, 32 for one, each type that fits; the long-K form (16-column slices of K = 11008 at
+  // 32 warps) too.
+  for (const DecodeType &t : types) {
+    OpSpec s{OpKind::SpMM, t.l, t.r, t.v, 16, true, max_exact_k(t.l, t.r) ? OutType::Int32 : OutType::Int64, 90};
+    s.resident = s.decode = true;
+    for (auto [bsn, warps] : {std::pair{48, 20}, {32, 24}, {16, 32}}) {
+      s.bsn = bsn, s.warps = warps;
+      auto p = plan(s);
+      if (!p) {  // more tiles than those warps' registers hold
+        llvm::consumeError(p.takeError());
+        continue;
+      }
+      EXPECT_EQ(p->launch.threads, warps * 32);
+      cases.push_back({*p, 1000, 700, 200});
+      cases.push_back({*p, 128, 2048, 1000});
+    }
+  }
+  OpSpec lk{OpKind::SpMM, {8, true}, {8, true}, 8, 16, true, OutType::Int32, 90};
+  lk.resident = lk.decode = true;
+  lk.warps = 32;
+  cases.push_back({llvm::cantFail(plan(lk)), 256, 11008, 300});
   const Dim3 g = decode_grid(cases[2].plan.launch, 6400, 16, 16 * 32, 2048, 132);
   EXPECT_EQ(g.x, 134u);
   EXPECT_GT(g.y, 1u) << "more slices than SMs: parts that fill whole waves";
