@@ -296,11 +296,16 @@ constexpr double kSparseTops[4] = {15, 31, 58, 110};  // V = 1, 2, 4, 8
 // TOPS before the epilogue term): 270 for V=8; generator 22 ran N >= 512 8 % faster (median,
 // 2026-11-26 03:46 UTC): 292. V=4 and V=2 were not remeasured.
 constexpr double kDecodeTops[4] = {30, 62, 118, 292}, kDecodeRowBlockStrides = 6.5;
-// Past N = 64 in 16-column slices (one tile a stride, 32 warps: long K at s=0.9, Session 27) the
-// model put 4096x11008 / 4096x14336 at N = 512-8192 6-9 % under the measured times (there its
-// bound is A read again for each slice); a stride's own work (its loads, the schedule, the
-// ldmatrix address) buys one tile there, not three. Both bounds' rates take this share.
-constexpr double kDecodeOneTileWideRate = 0.92;
+// Past N = 64 in 16-column slices at 32 warps (one tile a stride: long K at s=0.9, Session 27)
+// the model put 4096x11008 / 4096x14336 at N = 512-8192 6-10 % under the grid's times (run-g;
+// there its bound is A read again for each slice): a stride's own work (its loads, the
+// schedule, the ldmatrix address) buys one tile there, not three. Both bounds' rates take this
+// share; a column-major C 4-8 % more (its stores: a column's 16 rows a lane pair, Session 21).
+// With 4-bit A the per-slice widening bound (kDecodeNibble*, fitted at 16 warps) ran 1.3x the
+// measured times there (L4-R8 N = 512-8192: 49.7 against 39.9 us, 224 against 169): 32 warps
+// widen at 1.3x the rate.
+constexpr double kDecodeOneTileWideRate = 0.89, kDecodeOneTileWideColumnMajor = 1.04;
+constexpr double kDecodeOneTileWideNibbleRate = 1.3;
 // 4-bit A: each 16 columns of a slice past the first add 0.2 of a slice's widening (the bound
 // below). (4-bit B cost 1.55 strides a stride and 0.3 a tile while the decode kernel widened it
 // per gather, 2026-11-26 15:28 UTC; since session 22 it packs B as bytes: planner.cpp.)
@@ -434,7 +439,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const bool nibble_a = nibbles(plan.lhs);
   const double tops = decode ? kDecodeTops[vi] / (1.0 + kDecodeRowBlockStrides / std::max(1.0, strides_per_rb))
                              : kSparseTops[vi];
-  const double rate = wide_decode && spec.bsn == 16 ? kDecodeOneTileWideRate : 1.0;  // of both bounds
+  const bool one_tile_wide = wide_decode && spec.bsn == 16 && spec.warps == 32;  // long K at s=0.9
+  const double rate = one_tile_wide ? kDecodeOneTileWideRate / (spec.c_col ? kDecodeOneTileWideColumnMajor : 1.0) : 1.0;
   e.sparse_us = std::max(launch + sparse_bytes / (stream * rate * scale),
                          launch + 2 * vectors * v * n / (tops * rate * scale * 1e6));
   if (decode)
@@ -450,7 +456,8 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   if (decode && nibble_a)
     e.sparse_us = std::max(e.sparse_us, launch + vectors * v * (1 + tile_cost * (tiles - 1)) / scale *
                                                      std::max(reads / kDecodeNibbleElemsPerUs,
-                                                              slices / kDecodeNibbleSliceElemsPerUs));
+                                                              slices / kDecodeNibbleSliceElemsPerUs) /
+                                                     (one_tile_wide ? kDecodeOneTileWideNibbleRate : 1.0));
   return e;
 }
 
