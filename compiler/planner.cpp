@@ -192,11 +192,16 @@ llvm::Expected<std::vector<Plan>> plan_candidates(const OpSpec &spec) {
     return err("out: an int32 output of " + spec.lhs.str() + " x " + spec.rhs.str() +
                " is not exact even for K=1 (max_exact_k = 0: the largest product does not fit int32); use --out=int64");
   std::vector<Plan> plans;
-  std::string why_not;  // why the cheapest candidate that cannot build the spec's knobs cannot
+  // Why the first candidate that cannot build the spec's knobs cannot; the int8 m16n8k32
+  // dense-on-M candidate's reason where it has one, as the kernels the knobs name (decode,
+  // resident B, split, warps) are built on it and its reason is the one about the knobs.
+  std::string why_not;
+  bool why_of_int8 = false;
   auto add = [&](Plan p) {
     std::string why = plan_launch(p);
+    const bool int8 = p.native_bits == 8 && p.shape == MmaShape{16, 8, 32} && p.orient == Orientation::DenseOnM;
     if (why.empty()) plans.push_back(std::move(p));
-    else if (why_not.empty()) why_not = why;
+    else if (why_not.empty() || (int8 && !why_of_int8)) why_not = why, why_of_int8 = int8;
   };
   for (const MmaOption &opt : native_mmas(spec.arch)) {
     // m16 shapes come in both orientations; m8n8 shapes only as Magicube used them.

@@ -633,9 +633,10 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
     EXPECT_NE(kw->source.find("__launch_bounds__(" + std::to_string(warps * 32) + ", 1)"), std::string::npos);
     EXPECT_NE(kw->source.find("constexpr int THREADS = " + std::to_string(warps * 32) + ";"), std::string::npos);
   }
-  for (auto [bsn, warps] : {std::pair{48, 24}, {32, 32}, {64, 20}}) {
+  // (sm_80 too: its int4 candidates come first, but the refusal named is the decode kernel's)
+  for (auto [bsn, warps, arch] : {std::tuple{48, 24, 90}, {32, 32, 90}, {64, 20, 90}, {48, 24, 80}}) {
     OpSpec w = s;
-    w.bsn = bsn, w.warps = warps;
+    w.bsn = bsn, w.warps = warps, w.arch = arch;
     auto pw = plan(w);
     ASSERT_FALSE(bool(pw)) << to_string(w);
     const std::string e = llvm::toString(pw.takeError());
