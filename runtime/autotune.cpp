@@ -78,7 +78,7 @@ llvm::Expected<const llvm::json::Value *> field(const llvm::json::Object &o, llv
 // ---- knobs and candidates ----------------------------------------------------------------
 
 const std::vector<KnobInfo> &knob_table() {
-  static_assert(field_count<Knobs>() == 5, "a Knobs field was added: give it a row here");
+  static_assert(field_count<Knobs>() == 6, "a Knobs field was added: give it a row here");
   static const std::vector<KnobInfo> table = {
       // 16 and 48 are resident-B (and decode) widths only (three mma tiles per stride; other kernels skip it)
       {"bsn", &Knobs::bsn, {16, 32, 48, 64, 128, 256}, [](OpSpec &s, int v) { s.bsn = v; },
@@ -110,6 +110,11 @@ const std::vector<KnobInfo> &knob_table() {
        [](OpSpec &s, int v) { s.decode = s.op == OpKind::SpMM && v && s.resident; },
        [](const OpSpec &s) { return int(s.decode); },
        [](int v) { return v ? std::string("--decode") : std::string(); }},
+      // The decode kernel's warps a block (0: the plan's 16; 20, 24, 32 where their registers hold
+      // its 3, 2, 1 accumulator tiles: the planner refuses the rest, skipped); decode specs only
+      {"warps", &Knobs::warps, {0, 20, 24, 32}, [](OpSpec &s, int v) { s.warps = s.decode ? v : 0; },
+       [](const OpSpec &s) { return s.warps; },
+       [](int v) { return v ? "--warps=" + std::to_string(v) : std::string(); }},
   };
   return table;
 }
@@ -137,7 +142,8 @@ llvm::Expected<Knobs> knobs_from_json(const llvm::json::Value &v) {
   if (!o) return o.takeError();
   Knobs k;
   for (const KnobInfo &i : knob_table()) {
-    if ((std::string(i.name) == "resident" || std::string(i.name) == "decode") && !(*o)->get(i.name))
+    if ((std::string(i.name) == "resident" || std::string(i.name) == "decode" || std::string(i.name) == "warps") &&
+        !(*o)->get(i.name))
       continue;  // records older than the knob
     auto x = int_field(**o, i.name, "knobs");
     if (!x) return x.takeError();

@@ -43,6 +43,7 @@ struct Knobs {
   int split = 1;     // OpSpec::split: SpMM warp groups sharing a row-block's strides, 1 or 2
   int decode = 0;    // OpSpec::decode: SpMM's decode kernel (N <= 64), 0 or 1
   int resident = 0;  // OpSpec::resident: SpMM's B slice kept in shared memory, 0 or 1
+  int warps = 0;     // OpSpec::warps: the decode kernel's warps a block (0: the plan's choice)
   friend bool operator==(const Knobs &, const Knobs &) = default;
 };
 

@@ -317,10 +317,10 @@ TEST(Autotune, KnobValuesCanBePinnedAndAreChecked) {
     EXPECT_EQ(c.run_flags(), "--bsn=128 --no-prefetch --candidate=" + std::to_string(c.plan));
   }
   TuneOptions unknown;
-  unknown.knob_values["warps"] = {4};
+  unknown.knob_values["blocks"] = {4};
   auto u = tuning_candidates(kBase, unknown);
   ASSERT_FALSE(bool(u));
-  EXPECT_NE(llvm::toString(u.takeError()).find("unknown knob 'warps'"), std::string::npos);
+  EXPECT_NE(llvm::toString(u.takeError()).find("unknown knob 'blocks'"), std::string::npos);
   TuneOptions empty;
   empty.knob_values["bsn"] = {};
   auto e = tuning_candidates(kBase, empty);
@@ -855,6 +855,16 @@ TEST(Autotune, DecodeCandidatesOnlyWhereBuildable) {
     EXPECT_NE(c.run_flags().find("--decode"), std::string::npos);
   }
   EXPECT_GE(n, 4) << "BSn 16, 32, 48 and 64";
+  // More warps a block where their registers hold the tiles: 20, 24 and 32 for one tile (BSn 16).
+  std::vector<int> warps16;
+  for (const Candidate &c : *all)
+    if (c.spec.decode && c.spec.bsn == 16 && c.plan == 0 && c.spec.stages == 4) warps16.push_back(c.spec.warps);
+  EXPECT_EQ(warps16, (std::vector<int>{0, 20, 24, 32}));
+  for (const Candidate &c : *all) {
+    if (!c.spec.decode) EXPECT_EQ(c.spec.warps, 0) << c.str();
+    if (c.spec.warps) EXPECT_NE(c.run_flags().find("--warps=" + std::to_string(c.spec.warps)), std::string::npos);
+    if (c.spec.bsn == 48 && c.spec.decode) EXPECT_LE(c.spec.warps, 20) << "three tiles: 24 and 32 refused";
+  }
   // Resident pinned off: no decode either (decode is a resident-B layout).
   TuneOptions nores;
   nores.knob_values["resident"] = {0};
@@ -871,6 +881,7 @@ TEST(Autotune, DecodeCandidatesOnlyWhereBuildable) {
   auto k = knobs_from_json(llvm::json::Object{{"bsn", 64}, {"prefetch", 1}, {"split", 1}, {"resident", 0}});
   ASSERT_TRUE(bool(k));
   EXPECT_EQ(k->decode, 0);
+  EXPECT_EQ(k->warps, 0);
 }
 
 TEST(Autotune, LookupHitReproducesTheChoice) {

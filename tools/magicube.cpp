@@ -253,6 +253,7 @@ tool::TuneArgs tune_args() {
   t.split_given = SplitFlag.getNumOccurrences() > 0;
   t.resident_given = ResidentFlag.getNumOccurrences() > 0;
   t.decode_given = DecodeFlag.getNumOccurrences() > 0;
+  t.warps_given = WarpsFlag.getNumOccurrences() > 0;
   t.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   t.verify = TuneVerify;
   return t;

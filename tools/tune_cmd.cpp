@@ -61,6 +61,7 @@ int cmd_tune(const OpFlags &f, const TuneArgs &t) {
   if (t.split_given) opts.knob_values["split"] = {f.split};
   if (t.resident_given) opts.knob_values["resident"] = {f.resident ? 1 : 0};
   if (t.decode_given) opts.knob_values["decode"] = {f.decode ? 1 : 0};
+  if (t.warps_given) opts.knob_values["decode"] = {1}, opts.knob_values["resident"] = {1}, opts.knob_values["warps"] = {f.warps};
   opts.warmup = r.warmup;
   opts.repeat = r.repeat;
   opts.seed = r.seed;

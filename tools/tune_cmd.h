@@ -15,6 +15,7 @@ struct TuneArgs {
   bool split_given = false;       // --split pins the warp groups
   bool resident_given = false;    // --resident pins the resident-B kernel
   bool decode_given = false;      // --decode pins the decode kernel
+  bool warps_given = false;       // --warps pins the decode kernel's warps a block (and the decode kernel)
   bool candidate_given = false;   // refused: tune times every candidate plan
   bool verify = false;            // check each candidate bit-exact before timing it
 };
