@@ -33,6 +33,8 @@ const Golden kGoldens[] = {
     {"spmm_resident_s8s8_v8_n48r_sm90", "spmm.s8xs8.v8.n48r.pf.i32.sm_90", 0},
     {"spmm_decode_s8s8_v8_n16d_sm90", "spmm.s8xs8.v8.n16d.pf.i32.sm_90", 0},  // N <= 64: strides split over warps
     {"spmm_decode_s8s8_v8_n48dp4800_sm90", "spmm.s8xs8.v8.n48dp4800.pf.i32.sm_90", 0},  // K in panels, adds into C
+    // the dispatch's long-K kernel at s=0.9: 16-column slices of all K, 32 warps of 64 registers, ring 8
+    {"spmm_decode_s8s8_v8_n16dw32_sm90", "spmm.s8xs8.v8.n16dw32.pf.i32.sm_90", 0},
     // C column-major (+ccol): each lane stores two adjacent rows of a column, the panels' adds too
     {"spmm_decode_s8s8_v8_n48dp4800_ccol_sm90", "spmm.s8xs8.v8.n48dp4800.pf.i32+ccol.sm_90", 0},
     // 4-bit A: the ring holds each stride's packed word (lq*), widened when the stride is consumed
