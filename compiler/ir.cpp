@@ -145,12 +145,15 @@ llvm::Error validate(const OpSpec &s) {
   return llvm::Error::success();
 }
 
-std::string to_string(const OpSpec &s) {
-  std::string t = std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v);
-  if (s.pinned & kPinTile)
-    t += ".n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
+std::string tile_text(const OpSpec &s) {
+  return "n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
          (s.decode ? "d" : s.resident ? "r" : "") + (s.warps ? "w" + std::to_string(s.warps) : std::string()) +
          (s.panel ? "p" + std::to_string(s.panel) : std::string());
+}
+
+std::string to_string(const OpSpec &s) {
+  std::string t = std::string(op_name(s.op)) + "." + s.lhs.str() + "x" + s.rhs.str() + ".v" + std::to_string(s.v);
+  if (s.pinned & kPinTile) t += "." + tile_text(s);
   if (s.pinned & kPinPrefetch)
     t += s.prefetch ? ".pf" + (s.stages ? std::to_string(s.stages) : std::string()) : std::string(".nopf");
   return t + "." + out_name(s.out) + (s.scale == Scale::Tensor ? "+t" : s.scale == Scale::RowCol ? "+rc" : "") +

@@ -106,6 +106,8 @@ llvm::Error validate(const OpSpec &spec);
 inline bool resident_only_bsn(int bsn) { return bsn == 16 || bsn == 48 || bsn == 96; }
 
 std::string to_string(const OpSpec &spec);                  // canonical text form
+// The tile field of the text form, also the kernel name's: n<BSn>[k<split>][d|r][w<warps>][p<rows>].
+std::string tile_text(const OpSpec &spec);
 llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text);  // inverse of to_string, validated
 llvm::json::Value to_json(const OpSpec &spec);
 llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v);

@@ -12,9 +12,6 @@ namespace {
 
 std::string S(long long x) { return std::to_string(x); }
 
-bool int8_dense_on_m(const Plan &p) {
-  return p.orient == Orientation::DenseOnM && p.native_bits == 8 && p.shape == MmaShape{16, 8, 32};
-}
 // Every rhs plane is 4-bit: the ring kernel keeps B packed and gives each warp 32 columns.
 bool all_rhs_nibbles(const Plan &p) {
   for (const Chunk &c : p.rhs)
@@ -132,7 +129,7 @@ int slice_row_bytes(const Plan &p, const Chunk &c) { return p.spec.bsn * c.stora
 std::string plan_launch(Plan &p) {
   const OpSpec &s = p.spec;
   Launch l;
-  const bool fast = int8_dense_on_m(p);
+  const bool fast = p.int8_dense_on_m();
   if (s.op == OpKind::SDDMM)
     l.family = fast ? KernelFamily::SddmmFast : KernelFamily::SddmmGeneric;
   else

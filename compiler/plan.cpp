@@ -31,18 +31,14 @@ bool Plan::unpack_rhs() const {
 
 std::string Plan::kernel_name() const {
   std::string lr = spec.lhs.str() + spec.rhs.str();
-  std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_n" +
-                     std::to_string(spec.bsn) + (spec.split > 1 ? "k" + std::to_string(spec.split) : std::string()) +
-                     (spec.decode ? "d" : spec.resident ? "r" : "") + (spec.warps ? "w" + std::to_string(spec.warps) : std::string()) +
-                     (spec.panel ? "p" + std::to_string(spec.panel) : std::string()) +
-                     (spec.prefetch ? "_pf" : "_nopf") +
+  std::string name = std::string("magicube_") + op_name(spec.op) + "_" + lr + "_v" + std::to_string(spec.v) + "_" +
+                     tile_text(spec) + (spec.prefetch ? "_pf" : "_nopf") +
                      (spec.stages ? std::to_string(spec.stages) : std::string());
   if (spec.out != OutType::Int32) name += std::string("_") + out_name(spec.out);
   if (spec.c_col) name += "_ccol";
   name += "_sm" + std::to_string(spec.arch);
   // The default variant (int8, m16n8k32, dense dimension on M) carries no suffix.
-  bool dflt = native_bits == 8 && shape == MmaShape{16, 8, 32} && orient == Orientation::DenseOnM;
-  if (!dflt)
+  if (!int8_dense_on_m())
     name += std::string("_i") + std::to_string(native_bits) + "_" + shape.str() +
             (orient == Orientation::DenseOnM ? "" : "_vm");
   return name;

@@ -98,6 +98,9 @@ struct Plan {
   int mmas_per_step() const { return int(groups.size() * rhs.size()); }
   bool unpack_lhs() const;  // some lhs chunk is stored narrower than the mma width
   bool unpack_rhs() const;
+  // int8 m16n8k32 with the dense dimension on M: the default variant, on which the kernels the
+  // knobs name (ring, resident B, decode, split) are built.
+  bool int8_dense_on_m() const { return native_bits == 8 && shape == MmaShape{16, 8, 32} && orient == Orientation::DenseOnM; }
   std::string kernel_name() const;  // e.g. magicube_spmm_s8u4_v8_n64_pf_sm90
   std::string str() const;          // readable, multi-line
 };

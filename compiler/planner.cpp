@@ -199,7 +199,7 @@ llvm::Expected<std::vector<Plan>> plan_candidates(const OpSpec &spec) {
   bool why_of_int8 = false;
   auto add = [&](Plan p) {
     std::string why = plan_launch(p);
-    const bool int8 = p.native_bits == 8 && p.shape == MmaShape{16, 8, 32} && p.orient == Orientation::DenseOnM;
+    const bool int8 = p.int8_dense_on_m();
     if (why.empty()) plans.push_back(std::move(p));
     else if (why_not.empty() || (int8 && !why_of_int8)) why_not = why, why_of_int8 = int8;
   };

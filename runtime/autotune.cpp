@@ -142,9 +142,8 @@ llvm::Expected<Knobs> knobs_from_json(const llvm::json::Value &v) {
   if (!o) return o.takeError();
   Knobs k;
   for (const KnobInfo &i : knob_table()) {
-    if ((std::string(i.name) == "resident" || std::string(i.name) == "decode" || std::string(i.name) == "warps") &&
-        !(*o)->get(i.name))
-      continue;  // records older than the knob
+    static const std::set<std::string> later = {"resident", "decode", "warps"};  // knobs added after the first records
+    if (later.count(i.name) && !(*o)->get(i.name)) continue;  // a record older than the knob: its default
     auto x = int_field(**o, i.name, "knobs");
     if (!x) return x.takeError();
     k.*i.field = int(*x);

@@ -122,11 +122,12 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   // more warps hide more of them where their registers hold the tiles (launch.cpp). On the H100
   // (bench/NOTES.md, Session 27): three tiles at 20 warps 2-7 % faster than at 16 (N >= 128; 3 %
   // slower at N=48, so only past N = 64); one tile at 32 warps 1.4x faster than at 16.
-  auto builds = [&](const OpSpec &t) {
-    if (auto e = validate(t)) return llvm::consumeError(std::move(e)), false;
+  auto builds = [&](const OpSpec &t) -> std::optional<Plan> {  // its plan, if it builds and fits
+    if (auto e = validate(t)) return llvm::consumeError(std::move(e)), std::nullopt;
     auto p = plan(t);
-    if (!p) return llvm::consumeError(p.takeError()), false;
-    return check_shared_memory(*p, sig.k).empty();
+    if (!p) return llvm::consumeError(p.takeError()), std::nullopt;
+    if (!check_shared_memory(*p, sig.k).empty()) return std::nullopt;
+    return std::move(*p);
   };
   if (wide_n && !forced && !pinned(kPinBsn) && base.arch >= 90) {
     OpSpec t = d;
@@ -137,18 +138,14 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
     // the slices, from L2, and it is 3-5x larger there).
     const double density = sig.k > 0 ? sig.mean / double(sig.k) : 1.0;
     t.bsn = 16, t.panel = 0, t.warps = 32;
-    if (best_panel && density <= 0.2 && builds(t)) {
+    if (auto p = best_panel && density <= 0.2 ? builds(t) : std::nullopt) {
       d = t;
+      best_smem = int64_t(p->launch.dynamic_smem(sig.k));  // the 16-column slice of all K
     } else if (best == 48 && !best_panel) {
       t = d;
       t.warps = 20;
       if (builds(t)) d = t;
     }
-  }
-  if (d.bsn != best) {  // the 16-column slices of all K: their slice's shared memory
-    auto p = plan(d);
-    best_smem = p ? int64_t(p->launch.dynamic_smem(sig.k)) : 0;
-    if (!p) llvm::consumeError(p.takeError());
   }
   const int64_t slices = ceil_div(std::max<int64_t>(sig.n, 1), d.bsn);
   const std::string kib = fmt::format("{:.0f} KiB", double(best_smem) / 1024);
