@@ -115,9 +115,6 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
       }
     }
   }
-  if (!best) return std::nullopt;
-  d.bsn = best;
-  d.panel = best_panel;
   // Past N = 64 the loop is bound by the L1 pipe (ldmatrix and A's loads) and by its latencies:
   // more warps hide more of them where their registers hold the tiles (launch.cpp). On the H100
   // (bench/NOTES.md, Session 27): three tiles at 20 warps 2-7 % faster than at 16 (N >= 128; 3 %
@@ -129,20 +126,31 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
     if (!check_shared_memory(*p, sig.k).empty()) return std::nullopt;
     return std::move(*p);
   };
-  if (wide_n && !forced && !pinned(kPinBsn) && base.arch >= 90) {
+  const bool more_warps = wide_n && !forced && !pinned(kPinBsn) && base.arch >= 90;
+  // Long K at high sparsity: where only K panels hold 48 columns (K = 11008, 14336), 16-column
+  // slices of all K at 32 warps beat them at s=0.9 (4096x11008 N=128 / 512 / 2048 / 8192: 22.0
+  // -> 14.6, 40.5 -> 35.0, 131 -> 112, 541 -> 435 us; 4096x14336 27.5 -> 19.0, 49.8 -> 46.5,
+  // 147 -> 146, 631 -> 572) and lose at s=0.7 and 0.5 (2-22 %: A is read again for each of 3x
+  // the slices, from L2, and it is 3-5x larger there). A float output, which K panels cannot
+  // give (each pass adds into C), took the ring kernel there: the 16-column slices ran it
+  // 1.3-2.0x faster (bf16 + row and column scales + row bias, s=0.9, N = 128-8192: 4096x11008
+  // N=2048 191.6 -> 126.1 us into a column-major C, N=8192 966 -> 484; bench/NOTES.md, Session 28).
+  const double density = sig.k > 0 ? sig.mean / double(sig.k) : 1.0;
+  std::optional<Plan> long_k;
+  if (more_warps && (best_panel || !best) && density <= 0.2) {
     OpSpec t = d;
-    // Long K at high sparsity: where only K panels hold 48 columns (K = 11008, 14336), 16-column
-    // slices of all K at 32 warps beat them at s=0.9 (4096x11008 N=128 / 512 / 2048 / 8192: 22.0
-    // -> 14.6, 40.5 -> 35.0, 131 -> 112, 541 -> 435 us; 4096x14336 27.5 -> 19.0, 49.8 -> 46.5,
-    // 147 -> 146, 631 -> 572) and lose at s=0.7 and 0.5 (2-22 %: A is read again for each of 3x
-    // the slices, from L2, and it is 3-5x larger there).
-    const double density = sig.k > 0 ? sig.mean / double(sig.k) : 1.0;
     t.bsn = 16, t.panel = 0, t.warps = 32;
-    if (auto p = best_panel && density <= 0.2 ? builds(t) : std::nullopt) {
+    if ((long_k = builds(t))) {
       d = t;
-      best_smem = int64_t(p->launch.dynamic_smem(sig.k));  // the 16-column slice of all K
-    } else if (best == 48 && !best_panel) {
-      t = d;
+      best_smem = int64_t(long_k->launch.dynamic_smem(sig.k));  // the 16-column slice of all K
+    }
+  }
+  if (!long_k) {
+    if (!best) return std::nullopt;
+    d.bsn = best;
+    d.panel = best_panel;
+    if (more_warps && best == 48 && !best_panel) {
+      OpSpec t = d;
       t.warps = 20;
       if (builds(t)) d = t;
     }

@@ -778,7 +778,7 @@ TEST(Policy, DecodeKernelForSmallN) {
   // K=11008 or 14336: no slice of 32+ columns of all K fits: 48-column slices with K in the
   // fewest panels that fit, as even as 64-row multiples make them; integer outputs only (each
   // pass adds into C), so not for f16. At density 0.2 or less, 16-column slices of all K at 32
-  // warps instead (no panels, no adds).
+  // warps instead (no panels, no adds), for every output.
   g = sig_of(4096, 11008, 2048, 0.7);
   c = policy_spec(base, &g, dev);
   EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n48dp3712.pf.i32.sm_90") << c.why;
@@ -794,6 +794,20 @@ TEST(Policy, DecodeKernelForSmallN) {
   EXPECT_EQ(c.why, "decode: N=2048 in 128 slices of 16 columns, B resident (172 KiB a block), strides split over 32 warps");
   g = sig_of(4096, 14336, 512, 0.9);
   EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n16dw32.pf.i32.sm_90");
+  // A float output there (no K panels for it): the same slices, where the ring kernel ran 1.3-2.0x
+  // slower (session 28); the route model keeps them sparse. At s=0.7 still the ring kernel.
+  OpSpec bf = base;
+  bf.out = OutType::BF16, bf.scale = Scale::RowCol, bf.bias = Bias::Row, bf.c_col = true;
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{11008, 128}, {11008, 2048}, {14336, 512}, {14336, 8192}}) {
+    g = sig_of(4096, k, n, 0.9);
+    c = policy_spec(bf, &g, dev);
+    EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n16dw32.pf.bf16+rc+rowbias+ccol.sm_90") << k << " " << n << ": " << c.why;
+    auto pf = plan(c.spec);
+    ASSERT_TRUE(bool(pf));
+    EXPECT_EQ(route_by_model(estimate_routes(*pf, g, dev)), Route::Sparse) << k << " " << n;
+  }
+  g = sig_of(4096, 11008, 2048, 0.7);
+  EXPECT_FALSE(policy_spec(bf, &g, dev).spec.decode);
   g = sig_of(4096, 4096, 2048, 0.9);
   EXPECT_EQ(policy_spec(base, &g, dev).spec.panel, 0) << "K that fits takes no panels";
   // The route model counts each pass's add into C: these two ran slower than dense (session 19's

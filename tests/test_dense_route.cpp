@@ -553,19 +553,37 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
   const std::string s27 = "bench/results/2026-11-27-h100-session27/";
   EXPECT_GE(replay_grid_without_a_loss(s27 + "run-g/llm-l8r8/results.csv", "s8", 8, 198), 190);
   EXPECT_GE(replay_grid_without_a_loss(s27 + "run-g/llm-l4r8/results.csv", "s4", 8, 198), 190);
+  // Session 28 (generator 33 too): the L4-R4 and V=4 / V=2 grids again.
+  const std::string s28 = "bench/results/2026-11-27-h100-session28/";
+  EXPECT_GE(replay_grid_without_a_loss(s28 + "run-f/llm-l4r4/results.csv", "s4", 8, 198, "s4"), 190);
+  EXPECT_GE(replay_grid_without_a_loss(s28 + "run-f/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
+  EXPECT_GE(replay_grid_without_a_loss(s28 + "run-f/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
 }
 
 // Float outputs as the torch layer asks for them (bf16, row x column scales, a row bias; C
 // column-major, and row-major): the sparse kernel and the dense route each timed by `magicube
 // run` on the H100 (generator 31, session 23 run-d, 59 problems of four weight shapes, N = 128
 // to 8192, s = 0.5 to 0.9). The route loses none by more than 2 % and misses no sparse win of
-// 10 %. (The float terms before generator 31 missed 15 of them, by 8-37 %.)
+// 10 %. (The float terms before generator 31 missed 15 of them, by 8-37 %.) Long K at s=0.9 takes
+// 16-column slices at 32 warps since session 28, not the ring kernel: its rows (and two of
+// 4096x14336) come from that session's run-g instead.
 TEST(DenseRoute, ModelReplaysTheH100FloatOutputs) {
-  const std::string csv = magicube::testing::read_file(std::string(MAGICUBE_SOURCE_DIR) +
-                                                       "/bench/results/2026-11-26-h100-session23/run-d/float.csv");
-  auto rows = bench::parse_csv(csv);
+  const std::string dir = std::string(MAGICUBE_SOURCE_DIR) + "/bench/results/";
+  auto rows = bench::parse_csv(magicube::testing::read_file(dir + "2026-11-26-h100-session23/run-d/float.csv"));
   ASSERT_TRUE(bool(rows)) << llvm::toString(rows.takeError());
   ASSERT_EQ(rows->size(), 61u);
+  auto later = bench::parse_csv(magicube::testing::read_file(dir + "2026-11-27-h100-session28/run-g/float.csv"));
+  ASSERT_TRUE(bool(later)) << llvm::toString(later.takeError());
+  ASSERT_EQ(later->size(), 9u);
+  int replaced = 0;
+  for (size_t j = 1; j < later->size(); ++j) {
+    auto same = std::find_if(rows->begin() + 1, rows->end(), [&](const std::vector<std::string> &f) {
+      return std::equal(f.begin(), f.begin() + 5, (*later)[j].begin());
+    });
+    if (same != rows->end()) *same = (*later)[j], ++replaced;
+    else rows->push_back((*later)[j]);
+  }
+  EXPECT_EQ(replaced, 6) << "4096x11008 s=0.9 N = 128, 512, 2048, column- and row-major C";
   int sparse_calls = 0, dense_calls = 0;
   std::map<std::tuple<int64_t, int64_t, std::string>, VectorSparse> patterns;  // one synthetic A per (M, K, sparsity)
   for (size_t i = 1; i < rows->size(); ++i) {
