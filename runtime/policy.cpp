@@ -77,6 +77,17 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   // 07:09 UTC, L2 flushed) 48-column slices in panels ran 4096x14336 s=0.9 N=2048 in 149 us and
   // 4096x11008 N=8192 in 556 us, against the ring kernel's 233 and 910 (dense: 148 and 457).
   const bool may_panel = !forced && !is_float(base.out) && base.rhs.bits <= 8;
+  auto planned = [](const OpSpec &t) -> std::optional<Plan> {  // its plan, if the spec is valid and builds
+    if (auto e = validate(t)) return llvm::consumeError(std::move(e)), std::nullopt;
+    auto p = plan(t);
+    if (!p) return llvm::consumeError(p.takeError()), std::nullopt;
+    return std::move(*p);
+  };
+  auto builds = [&](const OpSpec &t) -> std::optional<Plan> {  // and its B fits shared memory
+    auto p = planned(t);
+    if (p && !check_shared_memory(*p, sig.k).empty()) return std::nullopt;
+    return p;
+  };
   int best = 0, best_panel = 0;
   int64_t best_cols = 0, best_smem = 0;
   for (bool panels : {false, true}) {
@@ -84,24 +95,13 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
     for (int w : widths) {
       OpSpec t = d;
       t.bsn = w;
-      if (auto e = validate(t)) {
-        llvm::consumeError(std::move(e));
-        continue;
-      }
-      auto p = plan(t);
-      if (!p) {
-        llvm::consumeError(p.takeError());
-        continue;
-      }
+      auto p = planned(t);
+      if (!p) continue;
       if (panels) {
         if (p->rhs.size() != 1 || (t.panel = panel_rows_for(*p, sig.k)) == 0) continue;
-        p = plan(t);
-        if (!p) {
-          llvm::consumeError(p.takeError());
-          continue;
-        }
+        p = planned(t);
       }
-      if (!check_shared_memory(*p, sig.k).empty()) continue;
+      if (!p || !check_shared_memory(*p, sig.k).empty()) continue;
       // More than four accumulator tiles (two sets a warp) spill at 128 registers: a narrower
       // tile (more slices) instead, unless the width was pinned.
       if (!pinned(kPinBsn) && int(p->groups.size() * p->rhs.size()) * p->launch.tiles > 4) continue;
@@ -119,13 +119,6 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   // more warps hide more of them where their registers hold the tiles (launch.cpp). On the H100
   // (bench/NOTES.md, Session 27): three tiles at 20 warps 2-7 % faster than at 16 (N >= 128; 3 %
   // slower at N=48, so only past N = 64); one tile at 32 warps 1.4x faster than at 16.
-  auto builds = [&](const OpSpec &t) -> std::optional<Plan> {  // its plan, if it builds and fits
-    if (auto e = validate(t)) return llvm::consumeError(std::move(e)), std::nullopt;
-    auto p = plan(t);
-    if (!p) return llvm::consumeError(p.takeError()), std::nullopt;
-    if (!check_shared_memory(*p, sig.k).empty()) return std::nullopt;
-    return std::move(*p);
-  };
   const bool more_warps = wide_n && !forced && !pinned(kPinBsn) && base.arch >= 90;
   // Long K at high sparsity: where only K panels hold 48 columns (K = 11008, 14336), 16-column
   // slices of all K at 32 warps beat them at s=0.9 (4096x11008 N=128 / 512 / 2048 / 8192: 22.0
