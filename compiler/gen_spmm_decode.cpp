@@ -46,7 +46,8 @@ class SpmmDecode : public KernelGen {
   void issue(int d, const std::string &live, int ahead) {
     const std::string D = S(d);
     auto s = e.scope("if (" + live + ")");
-    e.line("ci" + D + " = __ldg(pci" + (ahead ? " + " + S(ahead) + " * KS" : std::string()) + ");");
+    const Expr at("pci" + (ahead ? " + " + S(ahead) + " * KS" : std::string()));
+    e.line("ci" + D + " = " + (l.a_stream == Launch::StreamLoads::All ? call("mc_ld_stream16", {at}) : Expr("__ldg(" + at.str() + ")")).str() + ";");
     lhs_wide(D, ahead);
   }
 
@@ -129,6 +130,7 @@ class SpmmDecode : public KernelGen {
   }
 
   void lhs_wide(const std::string &D, int ahead) {
+    const bool stream = l.a_stream != Launch::StreamLoads::None;
     for (size_t g = 0; g < p.groups.size(); ++g) {
       const std::string G = mma_words(D, g), Q = packed_word(D, g);
       const std::vector<int> &chunks = p.groups[g].lhs_chunks;
@@ -138,12 +140,12 @@ class SpmmDecode : public KernelGen {
         const long long step = (long long)ahead * p.shape.k * p.spec.v * c.storage_bits / 8;
         const std::string at = "pa" + S(li) + (step ? " + " + S(step) : std::string());
         if (c.storage_bits == 8) {
-          e.decl("const uint2", "q", Expr("__ldg((const uint2 *)(" + at + "))"),
+          e.decl("const uint2", "q", stream ? call("mc_ld_stream64", {Expr(at)}) : Expr("__ldg((const uint2 *)(" + at + "))"),
                  "lhs chunk " + c.str() + ": k 4t..4t+3 and 16+4t..16+4t+3");
           e.line(G + "[0] = q.x, " + G + "[1] = q.y;");
           return;
         }
-        const Expr w("__ldg((const u32 *)(" + at + "))");
+        const Expr w = stream ? call("mc_ld_stream32", {Expr(at)}) : Expr("__ldg((const u32 *)(" + at + "))");
         if (late) {
           e.line(Q + " = " + w.str() + ";",
                  "lhs chunk " + c.str() + ", 4-bit, packed: widened when the stride is consumed");

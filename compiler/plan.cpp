@@ -195,6 +195,9 @@ llvm::json::Value to_json(const Plan &p) {
                                     {"slice_bytes_per_k", p.launch.slice_bytes_per_k},
                                     {"block_cols", p.launch.block_cols},
                                     {"pdl", p.launch.pdl},
+                                    {"a_stream", p.launch.a_stream == Launch::StreamLoads::All      ? "all"
+                                                 : p.launch.a_stream == Launch::StreamLoads::Values ? "values"
+                                                                                                    : "none"},
                                     {"language", language_name(p.launch.language)},
                                     {"params", [&] {
                                        llvm::json::Array a;

@@ -9,6 +9,28 @@ typedef unsigned int u32;
 //@snippet u16
 typedef unsigned short u16;
 
+//@snippet mc_ld_stream16
+// Loads that do not allocate in L1 (the decode kernel's A stream, read once: Launch::a_no_l1).
+__device__ __forceinline__ unsigned short mc_ld_stream16(const unsigned short *p) {
+  unsigned short v;
+  asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+
+//@snippet mc_ld_stream32 needs u32
+__device__ __forceinline__ u32 mc_ld_stream32(const void *p) {
+  u32 v;
+  asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+//@snippet mc_ld_stream64
+__device__ __forceinline__ uint2 mc_ld_stream64(const void *p) {
+  uint2 v;
+  asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+
 //@snippet mc_elem8
 // One element of a packed 8-bit plane, sign-extended when the chunk is signed.
 __device__ __forceinline__ int mc_elem8(const unsigned char *p, int i, bool sgn) {

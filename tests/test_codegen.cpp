@@ -502,6 +502,32 @@ TEST(Codegen, DecodeKernelWaitsForThePreviousGridOnSm90) {
   EXPECT_FALSE(ring->launch.pdl);
 }
 
+// The decode kernels of 16 warps or fewer (N <= 64: bound by HBM) load A's indices and values
+// past L1 (ld.global.nc.L1::no_allocate; 4-bit A's words too); those of 20 and 32 warps (past
+// N = 64) through it, where the next stride's indices hit the line this one's brought.
+TEST(Codegen, DecodeKernelStreamsAPastL1) {
+  for (auto [lhs, warps] : {std::pair{ElemType{8, true}, 0}, {ElemType{4, true}, 0}, {ElemType{8, true}, 20}}) {
+    OpSpec s = spmm(lhs, {8, true}, 8, 90, true, OutType::Int32, warps ? 48 : 16);
+    s.resident = s.decode = true;
+    s.warps = warps;
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    const bool stream = warps == 0;
+    EXPECT_EQ(p->launch.a_stream, stream ? Launch::StreamLoads::All : Launch::StreamLoads::None) << to_string(s);
+    EXPECT_EQ(p->str().find("A's loads skip L1") != std::string::npos, stream) << p->str();
+    std::string json;
+    llvm::raw_string_ostream(json) << to_json(*p);
+    EXPECT_NE(json.find(stream ? "\"a_stream\":\"all\"" : "\"a_stream\":\"none\""), std::string::npos) << json;
+    auto k = generate(*p);
+    ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+    const std::string &src = k->source;
+    EXPECT_EQ(src.find("__ldg(pci") == std::string::npos, stream) << to_string(s);
+    EXPECT_EQ(src.find("ld.global.nc.L1::no_allocate.u16") != std::string::npos, stream);
+    const std::string word = lhs.bits == 4 ? "ld.global.nc.L1::no_allocate.u32" : "ld.global.nc.L1::no_allocate.v2.u32";
+    EXPECT_EQ(src.find(word) != std::string::npos, stream) << to_string(s);
+  }
+}
+
 TEST(Codegen, DecodeKernelAndItsRefusals) {
   OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
   s.resident = s.decode = true;
@@ -571,7 +597,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(src.find("(long long)T *"), std::string::npos);
   // Issue order: the run's bounds, the slice's copy, the ring's first loads, then the wait
   // for the slice behind a branch (ptxas hoisted a plain wait above the loads).
-  const size_t copy_at = src.find("cp.async.ca.shared.global"), ring_at = src.find("ci7 = __ldg(pci + 7 * KS);"),
+  const size_t copy_at = src.find("cp.async.ca.shared.global"), ring_at = src.find("ci7 = mc_ld_stream16(pci + 7 * KS);"),
                wait_at = src.find("if (cw1 >= cw) {"), sync_at = src.find("__syncthreads();  // and every thread's");
   EXPECT_LT(bs_at, copy_at);
   EXPECT_LT(copy_at, ring_at);
@@ -584,7 +610,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_NE(src.find("const unsigned m7 = __ballot_sync(0xffffffffu, ci7 & 0x8000);"), std::string::npos)
       << "the schedule word: a ballot of the column indices' bit 15";
   EXPECT_NE(src.find("bool head = cw < cw1 && !(__ballot_sync(0xffffffffu, ci0 & 0x8000) & (1u << 30));"), std::string::npos);
-  EXPECT_NE(src.find("ci9 = __ldg(pci + 19 * KS);"), std::string::npos) << "refills at constant offsets from the lane's pointers";
+  EXPECT_NE(src.find("ci9 = mc_ld_stream16(pci + 19 * KS);"), std::string::npos) << "refills at constant offsets from the lane's pointers";
   EXPECT_NE(src.find("pci += 10 * KS, pa0 += 2560;"), std::string::npos) << "pointers advance once a ring turn";
   EXPECT_EQ(src.find("(long long)(cs + "), std::string::npos) << "no index arithmetic per stride";
   EXPECT_NE(src.find("10 strides in flight per warp"), std::string::npos);
