@@ -573,6 +573,11 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
   EXPECT_GE(replay_grid_without_a_loss(s29 + "run-b/llm-l8r8/results.csv", "s8", 8, 198, "s8", {"4096x14336 0.9 2048"}),
             190);
   EXPECT_GE(replay_grid_without_a_loss(s29 + "run-b/llm-l4r8/results.csv", "s4", 8, 198), 190);
+  EXPECT_GE(replay_grid_without_a_loss(s29 + "run-d/llm-l4r4/results.csv", "s4", 8, 198, "s4"), 190);
+  // V=4 / V=2 from run-e (run-d's ran after four minutes of L4-R4 and timed one GEMM 40 % slow on
+  // both sides: the same cuBLASLt algorithm, 35.3 / 31.8 us against 22-23 us).
+  EXPECT_GE(replay_grid_without_a_loss(s29 + "run-e/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
+  EXPECT_GE(replay_grid_without_a_loss(s29 + "run-e/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
 }
 
 // Float outputs as the torch layer asks for them (bf16, row x column scales, a row bias; C
