@@ -11,12 +11,14 @@
 #include <functional>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "cache/disk_cache.h"
 #include "cache/safe_file.h"
 #include "compiler/codegen.h"
+#include "compiler/launch.h"
 #include "compiler/planner.h"
 #include "support/text.h"
 #include "llvm/Support/FileSystem.h"
@@ -618,9 +620,16 @@ std::vector<std::string> precompile(const Context &ctx, const std::vector<Enumer
 
 
 // The candidates worth timing: within opts.prune of the cheapest plan (Plan::cost) of the same
-// knobs, then the opts.max_candidates cheapest; the policy's choice (the untuned default) is
-// always kept.
-std::vector<Enumerated> prune(std::vector<Enumerated> cands, const OpSpec &policy, const TuneOptions &opts) {
+// knobs, then opts.max_candidates of them: the policy's choice (the untuned default) first, then
+// each kernel shape's (its knobs but the ring depth, and its plan) fastest by `estimate_us` (the
+// route model's time of the plan on this matrix), then each one's second, and so on. The model
+// does not tell ring depths or warp counts apart, so this keeps every shape in before a second
+// depth of any. (Ranked by Plan::cost, a matrix-blind figure, the 32 kept on the H100 at
+// 6144x4096 N=16 and 4096x4096 N=2048 were the policy's decode kernel and 31 ring kernels
+// 2-14x slower: no other warp count or slice width of the decode kernel was timed. By the
+// estimate alone, the ring depths of the slice widths it puts first filled the list: session 29.)
+std::vector<Enumerated> prune(std::vector<Enumerated> cands, const OpSpec &policy, const TuneOptions &opts,
+                              const std::function<double(const Plan &)> &estimate_us) {
   if (opts.prune > 0) {
     std::map<std::string, double> best;  // knobs -> the cheapest plan's cost
     for (const Enumerated &c : cands) {
@@ -634,12 +643,31 @@ std::vector<Enumerated> prune(std::vector<Enumerated> cands, const OpSpec &polic
     cands = std::move(kept);
   }
   if (opts.max_candidates > 0 && cands.size() > size_t(opts.max_candidates)) {
-    std::stable_sort(cands.begin(), cands.end(), [&](const Enumerated &x, const Enumerated &y) {
-      const bool px = x.candidate.spec == policy && x.candidate.plan == 0, py = y.candidate.spec == policy && y.candidate.plan == 0;
-      if (px != py) return px;  // the policy's choice first
-      return x.plan.cost < y.plan.cost;
-    });
-    cands.resize(size_t(opts.max_candidates));
+    struct Ranked {
+      int rank;  // among its shape's candidates, by estimate (-1: the policy's choice)
+      double us;
+      size_t index;
+    };
+    std::vector<Ranked> order;
+    std::map<std::string, std::vector<size_t>> shapes;  // knobs but the ring depth, and the plan
+    for (size_t i = 0; i < cands.size(); ++i) {
+      order.push_back({0, estimate_us(cands[i].plan), i});
+      const Knobs &k = cands[i].candidate.knobs;
+      shapes[fmt::format("bsn {} split {} decode {} resident {} warps {} prefetch {} plan {}", k.bsn, k.split, k.decode,
+                         k.resident, k.warps, k.prefetch ? 1 : 0, cands[i].candidate.plan_id)]
+          .push_back(i);
+    }
+    for (auto &[shape, members] : shapes) {
+      std::stable_sort(members.begin(), members.end(), [&](size_t x, size_t y) { return order[x].us < order[y].us; });
+      for (size_t r = 0; r < members.size(); ++r) order[members[r]].rank = int(r);
+    }
+    for (Ranked &r : order)
+      if (cands[r.index].candidate.spec == policy && cands[r.index].candidate.plan == 0) r.rank = -1;
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Ranked &x, const Ranked &y) { return std::tie(x.rank, x.us) < std::tie(y.rank, y.us); });
+    std::vector<Enumerated> kept;
+    for (size_t j = 0; j < size_t(opts.max_candidates); ++j) kept.push_back(std::move(cands[order[j].index]));
+    cands = std::move(kept);
   }
   return cands;
 }
@@ -659,7 +687,15 @@ llvm::Expected<std::vector<Enumerated>> timed_enumerated(const OpSpec &base, con
       llvm::consumeError(ps.takeError());
     }
   }
-  std::vector<Enumerated> kept = prune(std::move(*all), policy, opts);
+  // Candidates whose B does not fit shared memory at this K cannot run on the matrix.
+  all->erase(std::remove_if(all->begin(), all->end(),
+                            [&](const Enumerated &c) { return !check_shared_memory(c.plan, sig.k).empty(); }),
+             all->end());
+  // SpMM: the route model's time on this matrix; SDDMM (no such model): the plan's cost.
+  auto estimate_us = [&](const Plan &p) {
+    return p.spec.op == OpKind::SpMM ? estimate_routes(p, sig, dev).sparse_us : p.cost;
+  };
+  std::vector<Enumerated> kept = prune(std::move(*all), policy, opts, estimate_us);
   if (kept.empty()) return err("tune " + to_string(base) + ": no candidate is left to time");
   return kept;
 }

@@ -98,7 +98,8 @@ struct TuneOptions {
   int compile_threads = 0;  // parallel NVRTC compiles before timing; 0: min(16, cores)
   // The cost model prunes before anything compiles: a candidate is timed only when its plan's
   // cost (Plan::cost) is within `prune` times the cheapest plan of the same knobs (0: keep
-  // all), and at most `max_candidates` of the cheapest are timed (0: no limit). The
+  // all), and at most `max_candidates` of them are timed (0: no limit), those the route model
+  // (runtime/policy.h, estimate_routes) puts fastest on the matrix (SDDMM: the cheapest). The
   // policy's choice (the untuned default) is always timed.
   double prune = 1.5;
   int max_candidates = 32;

@@ -875,9 +875,15 @@ TEST(Autotune, DecodeCandidatesOnlyWhereBuildable) {
     if (c.spec.decode && c.spec.bsn == 16 && c.plan == 0 && c.spec.stages == 4) warps16.push_back(c.spec.warps);
   EXPECT_EQ(warps16, (std::vector<int>{0, 20, 24, 32}));
   for (const Candidate &c : *all) {
-    if (!c.spec.decode) EXPECT_EQ(c.spec.warps, 0) << c.str();
-    if (c.spec.warps) EXPECT_NE(c.run_flags().find("--warps=" + std::to_string(c.spec.warps)), std::string::npos);
-    if (c.spec.bsn == 48 && c.spec.decode) EXPECT_LE(c.spec.warps, 20) << "three tiles: 24 and 32 refused";
+    if (!c.spec.decode) {
+      EXPECT_EQ(c.spec.warps, 0) << c.str();
+    }
+    if (c.spec.warps) {
+      EXPECT_NE(c.run_flags().find("--warps=" + std::to_string(c.spec.warps)), std::string::npos);
+    }
+    if (c.spec.bsn == 48 && c.spec.decode) {
+      EXPECT_LE(c.spec.warps, 20) << "three tiles: 24 and 32 refused";
+    }
   }
   // Resident pinned off: no decode either (decode is a resident-B layout).
   TuneOptions nores;
@@ -1093,6 +1099,60 @@ TEST(Autotune, CostModelPrunesTheCandidatesAndKeepsThePolicysChoice) {
   auto everything = timed_candidates(base, sig, dev, opts);
   ASSERT_TRUE(bool(everything));
   EXPECT_GE(everything->size(), all->size()) << "prune 0 and no limit: the whole grid (and the policy's choice)";
+}
+
+// On LLM shapes the timed candidates are the decode kernel's variants (its warp counts and
+// slice widths), each kernel shape's best by the route model before any shape's second ring
+// depth, and none whose B cannot fit shared memory at this K; not 31 ring kernels the model
+// puts 2-14x slower (what Plan::cost's ranking kept on the H100, session 29).
+TEST(Autotune, TimesTheDecodeKernelsVariantsOnLlmShapes) {
+  OpSpec base = kBase;
+  base.rhs = {8, true};
+  base.pinned = 0;
+  const DeviceFacts dev = DeviceFacts::reference_for(90);
+  struct Case {
+    int64_t m, k, n;
+    double s;
+    size_t bsn;  // slice widths of the decode kernel at least (64 columns of K = 4096 do not fit)
+  };
+  for (const Case &c : {Case{6144, 4096, 16, 0.5, 3}, Case{4096, 4096, 2048, 0.9, 3}, Case{4096, 11008, 512, 0.9, 1}}) {
+    MatrixSignature sig;  // uniform row-blocks of V=8 (the llm grid's matrices)
+    sig.m = c.m, sig.k = c.k, sig.n = c.n, sig.v = 8;
+    sig.blocks = c.m / 8;
+    sig.mean = sig.max = std::round((1 - c.s) * double(c.k));
+    sig.vectors = int64_t(sig.mean) * sig.blocks;
+    TuneOptions opts;
+    auto kept = timed_candidates(base, sig, dev, opts);
+    ASSERT_TRUE(bool(kept)) << llvm::toString(kept.takeError());
+    ASSERT_FALSE(kept->empty());
+    EXPECT_LE(kept->size(), size_t(opts.max_candidates));
+    const OpSpec policy = policy_spec(base, &sig, dev).spec;
+    EXPECT_TRUE(kept->front().spec == policy) << "the untuned default first: " << kept->front().str();
+    std::set<int> warps, bsn;
+    for (const Candidate &x : *kept) {
+      auto ps = plan_candidates(x.spec);
+      ASSERT_TRUE(bool(ps));
+      EXPECT_EQ(check_shared_memory((*ps)[size_t(x.plan)], sig.k), "") << x.str();
+      if (x.spec.decode) warps.insert(x.spec.warps), bsn.insert(x.spec.bsn);
+    }
+    EXPECT_GE(warps.size(), 3u) << sig.key() << ": the warp counts of the decode kernel";
+    EXPECT_GE(bsn.size(), c.bsn) << sig.key() << ": its slice widths";
+    // Every kernel shape (knobs but the ring depth) of the whole grid is among those kept.
+    opts.max_candidates = 0;
+    auto all = timed_candidates(base, sig, dev, opts);
+    ASSERT_TRUE(bool(all));
+    EXPECT_GT(all->size(), kept->size());
+    auto shape = [](const Candidate &x) {
+      return std::tuple{x.knobs.bsn, x.knobs.split, x.knobs.decode, x.knobs.resident, x.knobs.warps, x.knobs.prefetch != 0,
+                        x.plan_id};
+    };
+    std::set<decltype(shape(kept->front()))> in_all, in_kept;
+    for (const Candidate &x : *all) in_all.insert(shape(x));
+    for (const Candidate &x : *kept) in_kept.insert(shape(x));
+    if (in_all.size() < size_t(TuneOptions{}.max_candidates)) {
+      EXPECT_EQ(in_kept, in_all) << sig.key();
+    }
+  }
 }
 
 TEST(Dispatch, TunedDenseTimeDecidesTheRouteWhereTheCallerAllowsIt) {
