@@ -47,7 +47,7 @@ class SpmmDecode : public KernelGen {
     const std::string D = S(d);
     auto s = e.scope("if (" + live + ")");
     const Expr at("pci" + (ahead ? " + " + S(ahead) + " * KS" : std::string()));
-    e.line("ci" + D + " = " + (l.a_stream == Launch::StreamLoads::All ? call("mc_ld_stream16", {at}) : Expr("__ldg(" + at.str() + ")")).str() + ";");
+    e.line("ci" + D + " = " + (l.a_skip_l1 ? call("mc_ld_stream16", {at}) : Expr("__ldg(" + at.str() + ")")).str() + ";");
     lhs_wide(D, ahead);
   }
 
@@ -130,7 +130,7 @@ class SpmmDecode : public KernelGen {
   }
 
   void lhs_wide(const std::string &D, int ahead) {
-    const bool stream = l.a_stream != Launch::StreamLoads::None;
+    const bool stream = l.a_skip_l1;
     for (size_t g = 0; g < p.groups.size(); ++g) {
       const std::string G = mma_words(D, g), Q = packed_word(D, g);
       const std::vector<int> &chunks = p.groups[g].lhs_chunks;

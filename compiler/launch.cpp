@@ -253,10 +253,12 @@ std::string plan_launch(Plan &p) {
         why = "decode: the decode kernel needs split 1 and prefetch (" + to_string(s) + ")";
       l.pdl = s.arch >= 90;  // griddepcontrol: PTX 7.8, sm_90
       // A's loads past L1 where the kernel is bound by HBM: the decode kernels of 16 warps or
-      // fewer (the dispatch's for N <= 64). On the H100 (bench/NOTES.md, Session 28) 14336x4096
-      // s=0.5 N=16 24.5 -> 21.8 us, 4096x4096 11.9 -> 11.6; past N = 64 (20 and 32 warps) even or
-      // 1.5-2 % slower: there the next stride's indices hit the line this one's brought into L1.
-      l.a_stream = l.warps_per_group <= 16 ? Launch::StreamLoads::All : Launch::StreamLoads::None;
+      // fewer (the dispatch's for N <= 64). On the H100 (bench/NOTES.md, Sessions 28-29) s=0.5
+      // N=16 14336x4096 24.1-24.4 -> 21.8-22.1 us, 4096x14336 26.5 -> 23.5, 11008x4096 20.3 ->
+      // 18.7, 4096x4096 11.8 -> 11.7 (the values alone past L1: about two thirds of that); past
+      // N = 64 (20 and 32 warps) even or 1.5-2 % slower: there the next stride's indices hit the
+      // line this one's brought into L1.
+      l.a_skip_l1 = l.warps_per_group <= 16;
       // K panels: A packed panel by panel (runtime/packing.h), one pass of the block a panel, each
       // adding into what the pass before wrote; one rhs plane (its slice rows are the panel's).
       l.panel_rows = s.panel;
@@ -356,7 +358,7 @@ std::string Launch::str() const {
   if (family == KernelFamily::SpmmDecode)
     o += ", block strides split over " + S(threads / 32) + " warps, " + S(ring_depth) + "-deep register ring";
   if (pdl) o += ", programmatic dependent launch";
-  if (a_stream != StreamLoads::None) o += a_stream == StreamLoads::All ? ", A's loads skip L1" : ", A's values skip L1";
+  if (a_skip_l1) o += ", A's loads skip L1";
   if (language == KernelLanguage::Ptx) o += ", written in PTX";
   o += ", " + S(static_smem) + " B static smem";
   if (slice_bytes_per_k)

@@ -80,10 +80,9 @@ struct Launch {
   bool pdl = false;
   // Decode in K panels (spec.panel): B's rows a pass holds; 0: all of K in one pass.
   int panel_rows = 0;
-  // Decode: which of A's ring loads skip L1 (ld.global.nc.L1::no_allocate): A streams through
-  // once a block, so its lines only take L1's room and fills.
-  enum class StreamLoads { None, Values, All };
-  StreamLoads a_stream = StreamLoads::None;
+  // Decode: A's ring loads (column indices and values) skip L1 (ld.global.nc.L1::no_allocate):
+  // A streams through once a block, so its lines only take L1's room and fills.
+  bool a_skip_l1 = false;
   KernelLanguage language = KernelLanguage::Cuda;
   std::vector<KernelParam> params;  // in order
 

@@ -195,9 +195,7 @@ llvm::json::Value to_json(const Plan &p) {
                                     {"slice_bytes_per_k", p.launch.slice_bytes_per_k},
                                     {"block_cols", p.launch.block_cols},
                                     {"pdl", p.launch.pdl},
-                                    {"a_stream", p.launch.a_stream == Launch::StreamLoads::All      ? "all"
-                                                 : p.launch.a_stream == Launch::StreamLoads::Values ? "values"
-                                                                                                    : "none"},
+                                    {"a_skip_l1", p.launch.a_skip_l1},
                                     {"language", language_name(p.launch.language)},
                                     {"params", [&] {
                                        llvm::json::Array a;

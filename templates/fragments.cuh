@@ -10,7 +10,7 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 
 //@snippet mc_ld_stream16
-// Loads that do not allocate in L1 (the decode kernel's A stream, read once: Launch::a_no_l1).
+// Loads that do not allocate in L1 (the decode kernel's A stream, read once: Launch::a_skip_l1).
 __device__ __forceinline__ unsigned short mc_ld_stream16(const unsigned short *p) {
   unsigned short v;
   asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));

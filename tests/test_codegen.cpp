@@ -513,11 +513,11 @@ TEST(Codegen, DecodeKernelStreamsAPastL1) {
     auto p = plan(s);
     ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
     const bool stream = warps == 0;
-    EXPECT_EQ(p->launch.a_stream, stream ? Launch::StreamLoads::All : Launch::StreamLoads::None) << to_string(s);
+    EXPECT_EQ(p->launch.a_skip_l1, stream) << to_string(s);
     EXPECT_EQ(p->str().find("A's loads skip L1") != std::string::npos, stream) << p->str();
     std::string json;
     llvm::raw_string_ostream(json) << to_json(*p);
-    EXPECT_NE(json.find(stream ? "\"a_stream\":\"all\"" : "\"a_stream\":\"none\""), std::string::npos) << json;
+    EXPECT_NE(json.find(stream ? "\"a_skip_l1\":true" : "\"a_skip_l1\":false"), std::string::npos) << json;
     auto k = generate(*p);
     ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
     const std::string &src = k->source;

@@ -24,7 +24,7 @@
 // Chunk planes hold one native-width chunk of an operand per element: 8-bit storage is one
 // byte per element, 4-bit storage two elements per byte (the even element in the low nibble).
 typedef unsigned int u32;
-// Loads that do not allocate in L1 (the decode kernel's A stream, read once: Launch::a_no_l1).
+// Loads that do not allocate in L1 (the decode kernel's A stream, read once: Launch::a_skip_l1).
 __device__ __forceinline__ unsigned short mc_ld_stream16(const unsigned short *p) {
   unsigned short v;
   asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
