@@ -687,10 +687,17 @@ llvm::Expected<std::vector<Enumerated>> timed_enumerated(const OpSpec &base, con
       llvm::consumeError(ps.takeError());
     }
   }
-  // Candidates whose B does not fit shared memory at this K cannot run on the matrix.
+  // Candidates whose B does not fit shared memory at this K cannot run on the matrix (where
+  // none can, the error says why: a pinned tile too wide for K).
+  std::string too_wide;
   all->erase(std::remove_if(all->begin(), all->end(),
-                            [&](const Enumerated &c) { return !check_shared_memory(c.plan, sig.k).empty(); }),
+                            [&](const Enumerated &c) {
+                              std::string why = check_shared_memory(c.plan, sig.k);
+                              if (!why.empty() && too_wide.empty()) too_wide = why;
+                              return !why.empty();
+                            }),
              all->end());
+  if (all->empty() && !too_wide.empty()) return err("tune " + to_string(base) + ": " + too_wide);
   // SpMM: the route model's time on this matrix; SDDMM (no such model): the plan's cost.
   auto estimate_us = [&](const Plan &p) {
     return p.spec.op == OpKind::SpMM ? estimate_routes(p, sig, dev).sparse_us : p.cost;

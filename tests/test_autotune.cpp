@@ -1155,6 +1155,27 @@ TEST(Autotune, TimesTheDecodeKernelsVariantsOnLlmShapes) {
   }
 }
 
+// A pinned tile whose B cannot fit shared memory at the matrix's K leaves nothing to time: the
+// error says why before anything compiles.
+TEST(Autotune, NothingToTimeWhereNoTileFitsSharedMemory) {
+  OpSpec base = kBase;
+  base.rhs = {8, true};
+  base.bsn = 128, base.resident = true;
+  base.pinned = kPinBsn | kPinResident;
+  MatrixSignature sig;
+  sig.m = 4096, sig.k = 4096, sig.n = 256, sig.v = 8;
+  sig.blocks = 512, sig.mean = sig.max = 410, sig.vectors = 512 * 410;
+  TuneOptions opts;
+  opts.knob_values["bsn"] = {128};
+  opts.knob_values["resident"] = {1};
+  opts.knob_values["decode"] = {0};
+  auto kept = timed_candidates(base, sig, DeviceFacts::reference_for(90), opts);
+  ASSERT_FALSE(bool(kept));
+  const std::string msg = llvm::toString(kept.takeError());
+  EXPECT_NE(msg.find("B resident in shared memory needs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("K=4096"), std::string::npos) << msg;
+}
+
 TEST(Dispatch, TunedDenseTimeDecidesTheRouteWhereTheCallerAllowsIt) {
   TempDir tmp;
   TuneStore store = TuneStore::open(tmp.path());
