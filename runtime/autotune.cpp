@@ -681,7 +681,7 @@ llvm::Expected<std::vector<Enumerated>> timed_enumerated(const OpSpec &base, con
   const OpSpec policy = policy_spec(base, &sig, dev).spec;
   if (std::none_of(all->begin(), all->end(), [&](const Enumerated &c) { return c.candidate.spec == policy && c.candidate.plan == 0; })) {
     if (auto ps = plan_candidates(policy)) {
-      Enumerated e{{policy, knobs_of(policy), 0, plan_id(ps->front())}, ps->front()};
+      Enumerated e{Candidate{policy, knobs_of(policy), 0, plan_id(ps->front())}, std::move(ps->front())};
       all->insert(all->begin(), std::move(e));
     } else {
       llvm::consumeError(ps.takeError());

@@ -69,7 +69,9 @@ TEST(Formats, SrBcrsPadsEachRowBlockToTheStride) {
     int64_t n = a.block_ptr[b + 1] - a.block_ptr[b];
     EXPECT_EQ(s.row_ptr[2 * b] % 32, 0);
     EXPECT_EQ(s.row_ptr[2 * b + 1] - s.row_ptr[2 * b], n);
-    if (b + 1 < s.num_blocks()) EXPECT_EQ(s.row_ptr[2 * b + 2], s.padded_end(b));
+    if (b + 1 < s.num_blocks()) {
+      EXPECT_EQ(s.row_ptr[2 * b + 2], s.padded_end(b));
+    }
     for (int64_t q = s.row_ptr[2 * b]; q < s.padded_end(b); ++q) {
       int64_t i = a.block_ptr[b] + (q - s.row_ptr[2 * b]);
       bool real = q < s.row_ptr[2 * b + 1];

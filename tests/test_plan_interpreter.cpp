@@ -244,7 +244,9 @@ TEST(Interpreter, BankBalancedLayoutKeepsEveryVectorAndSpreadsResidues) {
             if (c >= 0) got.insert(c);
             // a residue with a vector for every group has one at its own offset in each group
             // (its surplus fills free slots anywhere)
-            if (per_residue[j] >= groups) EXPECT_EQ(c & 7, j) << "row-block " << b << " group " << g << " slot " << j;
+            if (per_residue[j] >= groups) {
+              EXPECT_EQ(c & 7, j) << "row-block " << b << " group " << g << " slot " << j;
+            }
           }
         }
         EXPECT_EQ(got, want) << "row-block " << b;

@@ -61,7 +61,9 @@ TEST(Planner, EveryValidSpecPlansAndItsTermsCoverEveryChunkPair) {
                   for (int c : g.lhs_chunks) ASSERT_EQ(p.lhs[c].is_signed, g.is_signed);
                 }
                 ASSERT_EQ(p.k_stride, p.shape.k);
-                if (arch == 90) ASSERT_EQ(p.native_bits, 8) << "int4 mma.sync is emulated on sm_90";
+                if (arch == 90) {
+                  ASSERT_EQ(p.native_bits, 8) << "int4 mma.sync is emulated on sm_90";
+                }
                 // 4-bit planes widened as value << 4 (SpMM and SDDMM on int8 m16n8k32, dense
                 // on M): every scaled term accumulator must stay in int32 as well.
                 ASSERT_EQ(p.nibble_prescale != 0, p.native_bits == 8 &&

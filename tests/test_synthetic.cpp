@@ -25,7 +25,9 @@ TEST(Synthetic, UniformVectorSparsity) {
       for (int64_t b = 0; b < a.num_blocks(); ++b) {
         ASSERT_EQ(a.block_ptr[b + 1] - a.block_ptr[b], per);
         for (int64_t i = a.block_ptr[b]; i < a.block_ptr[b + 1]; ++i) {
-          if (i > a.block_ptr[b]) ASSERT_LT(a.col[i - 1], a.col[i]);  // distinct, sorted
+          if (i > a.block_ptr[b]) {
+            ASSERT_LT(a.col[i - 1], a.col[i]);  // distinct, sorted
+          }
           ASSERT_GE(a.col[i], 0);
           ASSERT_LT(a.col[i], cols);
           for (int r = 0; r < v; ++r) {
