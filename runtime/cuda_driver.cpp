@@ -402,17 +402,17 @@ llvm::Expected<CUfunction> Module::function(llvm::StringRef name) const {
 // ---- launch ------------------------------------------------------------------------------
 
 llvm::Expected<int> static_shared_bytes(CUfunction function) {
-  if (auto e = require_driver()) return std::move(e);
+  if (auto e = require_driver()) return e;
   int bytes = 0;
   if (auto e = CU_CTX("SHARED_SIZE_BYTES", cuFuncGetAttribute, &bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function))
-    return std::move(e);
+    return e;
   return bytes;
 }
 
 llvm::Expected<bool> stream_is_capturing(CUstream stream) {
-  if (auto e = require_driver()) return std::move(e);
+  if (auto e = require_driver()) return e;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (auto e = CU_CTX("stream", cuStreamIsCapturing, stream, &st)) return std::move(e);
+  if (auto e = CU_CTX("stream", cuStreamIsCapturing, stream, &st)) return e;
   return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
