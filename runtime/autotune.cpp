@@ -628,6 +628,9 @@ std::vector<std::string> precompile(const Context &ctx, const std::vector<Enumer
 // 6144x4096 N=16 and 4096x4096 N=2048 were the policy's decode kernel and 31 ring kernels
 // 2-14x slower: no other warp count or slice width of the decode kernel was timed. By the
 // estimate alone, the ring depths of the slice widths it puts first filled the list: session 29.)
+// The policy's choice (its first plan): the untuned default every tune times.
+bool is_policy(const Enumerated &c, const OpSpec &policy) { return c.candidate.spec == policy && c.candidate.plan == 0; }
+
 std::vector<Enumerated> prune(std::vector<Enumerated> cands, const OpSpec &policy, const TuneOptions &opts,
                               const std::function<double(const Plan &)> &estimate_us) {
   if (opts.prune > 0) {
@@ -638,7 +641,7 @@ std::vector<Enumerated> prune(std::vector<Enumerated> cands, const OpSpec &polic
     }
     std::vector<Enumerated> kept;
     for (Enumerated &c : cands)
-      if (c.plan.cost <= opts.prune * best[to_string(c.candidate.spec)] || (c.candidate.spec == policy && c.candidate.plan == 0))
+      if (c.plan.cost <= opts.prune * best[to_string(c.candidate.spec)] || is_policy(c, policy))
         kept.push_back(std::move(c));
     cands = std::move(kept);
   }
@@ -649,20 +652,20 @@ std::vector<Enumerated> prune(std::vector<Enumerated> cands, const OpSpec &polic
       size_t index;
     };
     std::vector<Ranked> order;
-    std::map<std::string, std::vector<size_t>> shapes;  // knobs but the ring depth, and the plan
+    // A kernel shape: the knobs but the ring depth (prefetch on or off), and the plan.
+    using Shape = std::tuple<int, int, int, int, int, bool, std::string>;
+    std::map<Shape, std::vector<size_t>> shapes;
     for (size_t i = 0; i < cands.size(); ++i) {
       order.push_back({0, estimate_us(cands[i].plan), i});
       const Knobs &k = cands[i].candidate.knobs;
-      shapes[fmt::format("bsn {} split {} decode {} resident {} warps {} prefetch {} plan {}", k.bsn, k.split, k.decode,
-                         k.resident, k.warps, k.prefetch ? 1 : 0, cands[i].candidate.plan_id)]
-          .push_back(i);
+      shapes[Shape{k.bsn, k.split, k.decode, k.resident, k.warps, k.prefetch != 0, cands[i].candidate.plan_id}].push_back(i);
     }
     for (auto &[shape, members] : shapes) {
       std::stable_sort(members.begin(), members.end(), [&](size_t x, size_t y) { return order[x].us < order[y].us; });
       for (size_t r = 0; r < members.size(); ++r) order[members[r]].rank = int(r);
     }
     for (Ranked &r : order)
-      if (cands[r.index].candidate.spec == policy && cands[r.index].candidate.plan == 0) r.rank = -1;
+      if (is_policy(cands[r.index], policy)) r.rank = -1;
     std::stable_sort(order.begin(), order.end(),
                      [](const Ranked &x, const Ranked &y) { return std::tie(x.rank, x.us) < std::tie(y.rank, y.us); });
     std::vector<Enumerated> kept;
@@ -679,7 +682,7 @@ llvm::Expected<std::vector<Enumerated>> timed_enumerated(const OpSpec &base, con
   // The policy's choice is timed too (it may hold knob values the grid does not: automatic
   // ring depth, a pinned knob): it is the untuned default tune reports its gain over.
   const OpSpec policy = policy_spec(base, &sig, dev).spec;
-  if (std::none_of(all->begin(), all->end(), [&](const Enumerated &c) { return c.candidate.spec == policy && c.candidate.plan == 0; })) {
+  if (std::none_of(all->begin(), all->end(), [&](const Enumerated &c) { return is_policy(c, policy); })) {
     if (auto ps = plan_candidates(policy)) {
       Enumerated e{Candidate{policy, knobs_of(policy), 0, plan_id(ps->front())}, std::move(ps->front())};
       all->insert(all->begin(), std::move(e));

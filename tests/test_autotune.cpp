@@ -697,17 +697,22 @@ TEST(Autotune, LookupMissFallsBackToThePolicy) {
   EXPECT_NE(llvm::toString(e.takeError()).find("v"), std::string::npos);
 }
 
+namespace {
+// An M x K weight of uniform V=8 row-blocks at a sparsity (the llm grid's matrices) times N.
+MatrixSignature uniform_signature(int64_t m, int64_t k, int64_t n, double sparsity) {
+  MatrixSignature g;
+  g.m = m, g.k = k, g.n = n, g.v = 8;
+  g.blocks = m / 8;
+  g.mean = g.max = std::round((1 - sparsity) * double(k));
+  g.vectors = int64_t(g.mean) * g.blocks;
+  return g;
+}
+}  // namespace
+
 // Decode sizes (N <= 64): the policy picks the decode kernel, the whole N in one block when
 // its B fits shared memory, with a readable reason; pinned knobs keep their kernel.
 TEST(Policy, DecodeKernelForSmallN) {
-  auto sig_of = [](int64_t m, int64_t k, int64_t n, double sparsity) {
-    MatrixSignature g;
-    g.m = m, g.k = k, g.n = n, g.v = 8;
-    g.blocks = m / 8;
-    g.mean = g.max = std::round((1 - sparsity) * double(k));
-    g.vectors = int64_t(g.mean) * g.blocks;
-    return g;
-  };
+  auto sig_of = uniform_signature;
   const DeviceFacts dev = DeviceFacts::reference_for(90);
   OpSpec base = kBase;
   base.lhs = base.rhs = {8, true};
@@ -1116,11 +1121,7 @@ TEST(Autotune, TimesTheDecodeKernelsVariantsOnLlmShapes) {
     size_t bsn;  // slice widths of the decode kernel at least (64 columns of K = 4096 do not fit)
   };
   for (const Case &c : {Case{6144, 4096, 16, 0.5, 3}, Case{4096, 4096, 2048, 0.9, 3}, Case{4096, 11008, 512, 0.9, 1}}) {
-    MatrixSignature sig;  // uniform row-blocks of V=8 (the llm grid's matrices)
-    sig.m = c.m, sig.k = c.k, sig.n = c.n, sig.v = 8;
-    sig.blocks = c.m / 8;
-    sig.mean = sig.max = std::round((1 - c.s) * double(c.k));
-    sig.vectors = int64_t(sig.mean) * sig.blocks;
+    const MatrixSignature sig = uniform_signature(c.m, c.k, c.n, c.s);
     TuneOptions opts;
     auto kept = timed_candidates(base, sig, dev, opts);
     ASSERT_TRUE(bool(kept)) << llvm::toString(kept.takeError());
@@ -1162,9 +1163,7 @@ TEST(Autotune, NothingToTimeWhereNoTileFitsSharedMemory) {
   base.rhs = {8, true};
   base.bsn = 128, base.resident = true;
   base.pinned = kPinBsn | kPinResident;
-  MatrixSignature sig;
-  sig.m = 4096, sig.k = 4096, sig.n = 256, sig.v = 8;
-  sig.blocks = 512, sig.mean = sig.max = 410, sig.vectors = 512 * 410;
+  const MatrixSignature sig = uniform_signature(4096, 4096, 256, 0.9);
   TuneOptions opts;
   opts.knob_values["bsn"] = {128};
   opts.knob_values["resident"] = {1};
