@@ -495,7 +495,7 @@ void KernelGen::epilogue() {
       for (int i = 0; i < 2; ++i) {
         const std::string o = "(" + at_reg(i).str() + ")", a = val[i], b = val[i + 2];
         if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
-          e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
+          e.open("if (" + accumulate_c + ")", "add into C: the earlier panels' sums (this block's, a barrier since) or the cluster's zeros");
           e.line("atomicAdd((" + U + " *)" + o + ", (" + U + ")tot[" + S(i) + "]), atomicAdd((" + U + " *)" + o + " + 1, (" + U +
                  ")tot[" + S(i + 2) + "]);");
           e.close_open("else");
@@ -558,7 +558,7 @@ void KernelGen::epilogue() {
       const Expr second = land(lt(vidx + 1, V), lt(row + 1, M));
       const Expr aligned = eq(Expr::code("((unsigned long long)o & (sizeof(" + T2 + ") - 1))", cg::kPrimary), 0);
       if (!accumulate_c.empty()) {  // a red.global.add each: no load, nothing to wait for
-        e.open("if (" + accumulate_c + ")", "add to the earlier panels' sums (this block wrote them; a barrier since)");
+        e.open("if (" + accumulate_c + ")", "add into C: the earlier panels' sums (this block's, a barrier since) or the cluster's zeros");
         e.line("atomicAdd((" + U + " *)o, (" + U + ")" + a + ");");
         e.guarded(second, "atomicAdd((" + U + " *)o + 1, (" + U + ")" + b + ");");
         e.line("continue;");

@@ -20,6 +20,9 @@
 // Where all of K does not fit, K in panels (spec.panel): the block makes one pass a panel over
 // its row-blocks (A packed panel by panel), and passes after the first add into C with
 // red.global.add (integer C): a load of C there stalled the ring (bench/NOTES.md, Session 15).
+// On sm_90, one tile at 16 warps or fewer (Launch::panel_cluster), two panels run in a cluster of two
+// blocks, one a panel, C zeroed by the pair first and both adding: each block copies half of B's
+// slice (4096x14336 at N <= 16: 224 -> 112 KiB a block; bench/NOTES.md, Session 30).
 #include <algorithm>
 #include <optional>
 
@@ -186,7 +189,32 @@ class SpmmDecode : public KernelGen {
     declare_slice_planes();
     const bool panels = p.spec.panel != 0;
     std::optional<Emitter::Scope> pass;
-    if (panels) {
+    const bool cluster = panels && l.panel_cluster;
+    if (cluster) {
+      e.comment("---- K in panels of KP rows, the row-blocks in parts, a cluster of CN blocks a part (CN = 2 where");
+      e.comment("     K takes two panels, else 1): this cluster's row-blocks [rb_lo, rb_hi) (an equal share); its block");
+      e.comment("     of rank crank makes one pass a panel crank, crank + CN, ... over their strides in it against that");
+      e.comment("     panel's rows of B. In a cluster of two C is zeroed first (each block half of the part's rows) and");
+      e.comment("     every pass adds into it; alone, the first pass writes C and the others add ----");
+      e.decl("const unsigned", "crank", call("mc_cluster_rank", {}));
+      e.decl("const unsigned", "CN", call("mc_cluster_size", {}));
+      e.decl("const int", "part", Expr("(int)(blockIdx.y / CN)"), "the cluster's part (its blocks are consecutive in y)");
+      e.decl("const int", "parts", Expr("(int)(gridDim.y / CN)"));
+      e.decl("const int", "rb_lo", Expr("(int)((long long)nblk * part / parts)"));
+      e.decl("const int", "rb_hi", Expr("(int)((long long)nblk * (part + 1) / parts)"));
+      {
+        auto zero = e.scope("if (CN > 1)", "C's rows of the part: zeros, before any block of the cluster adds");
+        e.decl("const int", "r0", Expr("rb_lo * V"));
+        e.decl("const int", "rows", Expr("min(rb_hi * V, M) - r0"));
+        const std::string T = p.spec.out == OutType::Int64 ? "long long" : "int";
+        auto loop = e.scope("for (long long i = crank * THREADS + threadIdx.x; i < (long long)rows * N; i += CN * THREADS)");
+        e.line(p.spec.c_col ? "c[(i / rows) * M + r0 + i % rows] = (" + T + ")0;  // C column-major: column i / rows"
+                            : "c[(long long)r0 * N + i] = (" + T + ")0;  // C row-major: the part's rows are contiguous");
+      }
+      pass.emplace(e.scope("for (int pnl = crank; pnl * KP < K; pnl += CN)"));
+      e.decl("const int", "pbase", Expr("pnl * nblk"), "this panel's row-blocks in the packed A: pbase + b");
+      accumulate_c = "pnl > 0 || CN > 1";
+    } else if (panels) {
       e.comment("---- K in panels of KP rows: this block's row-blocks [rb_lo, rb_hi) (an equal share), one pass");
       e.comment("     a panel over their strides in it against that panel's rows of B; each pass adds into C ----");
       e.decl("const int", "rb_lo", Expr("(int)((long long)nblk * blockIdx.y / gridDim.y)"));
@@ -235,11 +263,16 @@ class SpmmDecode : public KernelGen {
     e.comment("---- the schedule word of the piece's last stride (whether the piece leaves a row-block open),");
     e.comment("     loaded now: its round trip overlaps the ring's instead of adding to the tail ----");
     e.decl("const unsigned", "ml", Expr("cw < cw1 ? __ldg(stride_meta + cw1 - 1) : (1u << 31)"));
+    if (cluster) {
+      e.comment("---- the cluster's zeros: arrived at here (the ring's first loads issued), waited for before the loop ----");
+      e.line("if (CN > 1 && pnl == (int)crank) " + call("mc_cluster_arrive", {}).str() + ";");
+    }
     {
       auto after_issue = e.scope("if (cw1 >= cw)", "always: a branch keeps the wait below the ring's loads");
       wait_all("this thread's part of the slice landed");
     }
     e.line("__syncthreads();", "and every thread's");
+    if (cluster) e.line("if (CN > 1 && pnl == (int)crank) " + call("mc_cluster_wait", {}).str() + ";", "C's zeros written");
     declare_accumulators("");
     // volatile: written once (the piece's first row-block end, in one ring slot's rare branch)
     // and read after the loop. As plain registers their conditional copy became a phi in every
@@ -365,6 +398,12 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
     f.doc.push_back("row-blocks and makes one pass a panel over their strides (panel_first), the panel's rows");
     f.doc.push_back("of its slice in shared memory; each pass after the first adds its sums into C with");
     f.doc.push_back("red.global.add (integer C; the block's own elements, a barrier after the pass before).");
+    if (p.launch.panel_cluster) {
+      f.doc.push_back("Launched in clusters of two blocks (where K takes two panels), the pair shares a part of the");
+      f.doc.push_back("row-blocks and each block makes the pass of one panel (half of B's slice to copy); the pair");
+      f.doc.push_back("zeroes C's rows of its part first (cluster barrier: arrive with the ring's first loads, wait");
+      f.doc.push_back("before the loop) and both passes add. Without clusters: a cluster of one, as above.");
+    }
   }
   g.body();
   return assemble(p, f, g);

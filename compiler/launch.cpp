@@ -226,7 +226,7 @@ std::string plan_launch(Plan &p) {
       // and 4: 1-4.5 % faster at N >= 128 and at 4-bit B, N=16 2 %, N=48 even; 12 and 6 were 15 %
       // slower at s=0.9 prefill. (Earlier: 8 against 6 at three tiles 2-5 % faster at prefill,
       // Session 12; 16 for one tile no faster than 8 at decode, Session 10.)
-      // K panels: 8 for up to three tiles. Their epilogue also holds the panels' adds, and at 10
+      // K panels: 8 for two or three tiles (one tile: 10). Their epilogue also holds the panels' adds, and at 10
       // the ring's loop stalled on instruction fetch (one panel of all K at 4096x4096 N=2048 took
       // 58 us at 10, 45 at 8, the kernel without panels 42; three panels 1-3 % faster at 8;
       // bench/NOTES.md, Session 22). 20 warps: 10 (8 for a float output); 24 warps: 10 for one
@@ -237,7 +237,7 @@ std::string plan_launch(Plan &p) {
                      : l.warps_per_group == 32 ? (fl ? 6 : 8)
                      : l.warps_per_group == 24 ? (accs <= 1 ? 10 : fl ? 6 : 8)
                      : l.warps_per_group == 20 ? (fl || s.panel ? 8 : 10)
-                     : accs <= 3               ? (s.panel ? 8 : 10)
+                     : accs <= 3               ? (s.panel && accs > 1 ? 8 : 10)
                      : accs == 4               ? 8
                                                : 4;
       l.static_smem = l.warps_per_group * 4;  // the row-block of each warp's partial
@@ -262,6 +262,9 @@ std::string plan_launch(Plan &p) {
       // K panels: A packed panel by panel (runtime/packing.h), one pass of the block a panel, each
       // adding into what the pass before wrote; one rhs plane (its slice rows are the panel's).
       l.panel_rows = s.panel;
+      // Two panels in a cluster of two blocks (sm_90): where it was measured to pay, one 16-column
+      // tile at 16 warps (the policy asks it at N <= 16 for K >= 12288; bench/NOTES.md, Session 30).
+      l.panel_cluster = s.panel && s.arch >= 90 && l.warps_per_group <= 16 && l.tiles == 1;
       if (s.panel && p.rhs.size() != 1)
         why = "panel: a decode kernel in K panels takes one rhs plane (" + to_string(s) + " has " + S(long(p.rhs.size())) + ")";
       break;
@@ -359,6 +362,7 @@ std::string Launch::str() const {
     o += ", block strides split over " + S(threads / 32) + " warps, " + S(ring_depth) + "-deep register ring";
   if (pdl) o += ", programmatic dependent launch";
   if (a_skip_l1) o += ", A's loads skip L1";
+  if (panel_cluster) o += ", where K takes two panels a cluster of two blocks (one a panel)";
   if (language == KernelLanguage::Ptx) o += ", written in PTX";
   o += ", " + S(static_smem) + " B static smem";
   if (slice_bytes_per_k)

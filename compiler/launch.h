@@ -83,6 +83,11 @@ struct Launch {
   // Decode: A's ring loads (column indices and values) skip L1 (ld.global.nc.L1::no_allocate):
   // A streams through once a block, so its lines only take L1's room and fills.
   bool a_skip_l1 = false;
+  // Decode in K panels, one 16-column tile at 16 warps or fewer (sm_90): where K takes two panels the kernel is
+  // launched in clusters of two blocks that share one part of the row-blocks, each block one
+  // panel (B's rows of it in shared memory: half the slice a block copies), C zeroed first by
+  // the pair and every pass adding into it; launched without clusters it makes one pass a panel.
+  bool panel_cluster = false;
   KernelLanguage language = KernelLanguage::Cuda;
   std::vector<KernelParam> params;  // in order
 
@@ -99,6 +104,8 @@ struct Launch {
   unsigned grid_x(long long n) const { return unsigned((n + block_cols - 1) / block_cols); }
   // The passes over K of k rows: ceil(k / panel_rows) in K panels (at least one), else 1.
   long long panels(long long k) const { return panel_rows && k > panel_rows ? (k + panel_rows - 1) / panel_rows : 1; }
+  // The blocks of a cluster at K (panel_cluster): 2 where K takes two panels, else 1.
+  unsigned cluster_blocks(long long k) const { return panel_cluster && panels(k) == 2 ? 2 : 1; }
   std::string str() const;  // one readable line
 };
 

@@ -196,6 +196,7 @@ llvm::json::Value to_json(const Plan &p) {
                                     {"block_cols", p.launch.block_cols},
                                     {"pdl", p.launch.pdl},
                                     {"a_skip_l1", p.launch.a_skip_l1},
+                                    {"panel_cluster", p.launch.panel_cluster},
                                     {"language", language_name(p.launch.language)},
                                     {"params", [&] {
                                        llvm::json::Array a;

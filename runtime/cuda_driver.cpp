@@ -423,32 +423,47 @@ llvm::Error raise_shared_limit(CUfunction function, int bytes) {
 }
 
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                   void **args, bool limit_raised, bool programmatic) {
+                   void **args, bool limit_raised, bool programmatic, unsigned cluster_y) {
   if (auto e = require_driver()) return e;
   if (!function) return plain("launch: null CUfunction");
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
     return plain("launch: empty grid " + dims(grid) + " or block " + dims(block));
+  if (cluster_y == 0 || grid.y % cluster_y != 0)
+    return plain("launch: grid " + dims(grid) + " is not made of clusters of (1, " + llvm::Twine(cluster_y) + ", 1) blocks");
   constexpr unsigned kDefaultSharedLimit = 48 * 1024;
   if (shared_bytes > kDefaultSharedLimit && !limit_raised)
     if (auto e = raise_shared_limit(function, int(shared_bytes))) return e;
   // The hot path: no strings are built unless the launch fails.
   CUresult r;
-  if (programmatic) {
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
+  const bool ex = programmatic || cluster_y > 1;
+  if (ex) {
+    CUlaunchAttribute attrs[2]{};
+    unsigned n = 0;
+    if (programmatic) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster_y > 1) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n].value.clusterDim.x = 1, attrs[n].value.clusterDim.y = cluster_y, attrs[n++].value.clusterDim.z = 1;
+    }
     CUlaunchConfig config{};
     config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
     config.blockDimX = block.x, config.blockDimY = block.y, config.blockDimZ = block.z;
     config.sharedMemBytes = shared_bytes, config.hStream = stream;
-    config.attrs = &attr, config.numAttrs = 1;
+    config.attrs = attrs, config.numAttrs = n;
     r = api().cuLaunchKernelEx(&config, function, args, nullptr);
   } else {
     r = api().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, args,
                              nullptr);
   }
   if (r == CUDA_SUCCESS) return llvm::Error::success();
-  return check(r, programmatic ? "cuLaunchKernelEx (programmatic stream serialization)" : "cuLaunchKernel",
+  std::string call = "cuLaunchKernel";
+  if (ex)
+    call += std::string("Ex (") + (programmatic ? "programmatic stream serialization" : "") +
+            (programmatic && cluster_y > 1 ? ", " : "") +
+            (cluster_y > 1 ? "clusters of " + std::to_string(cluster_y) + " blocks" : "") + ")";
+  return check(r, call.c_str(),
                "grid " + dims(grid) + ", block " + dims(block) + ", " + llvm::Twine(shared_bytes) +
                    " bytes of dynamic shared memory");
 }

@@ -186,8 +186,10 @@ struct Dim3 {
 // `programmatic`: cuLaunchKernelEx with programmatic stream serialization (sm_90, PDL): the
 // grid may start while the stream's previous kernel finishes, so the kernel must wait
 // (griddepcontrol.wait) before it reads or writes anything that kernel touches.
+// `cluster_y` > 1: cuLaunchKernelEx in clusters of (1, cluster_y, 1) blocks (sm_90; grid.y a
+// multiple of it).
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                   void **args, bool limit_raised = false, bool programmatic = false);
+                   void **args, bool limit_raised = false, bool programmatic = false, unsigned cluster_y = 1);
 // Whether `stream` is being captured into a CUDA graph (cuStreamIsCapturing): no
 // synchronization, allocation or timing may happen on it then.
 llvm::Expected<bool> stream_is_capturing(CUstream stream);

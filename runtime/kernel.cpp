@@ -321,7 +321,9 @@ Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides
   const int64_t max_parts = std::min<int64_t>({std::max<int64_t>(row_blocks, 1), 65535, 2 * sms});
   // A block loads its slice at about 12 us a MB and then runs a stride in about 22 ns
   // (4096x4096 s=0.9 N=2048, BSn=48, H100): one slice byte costs what 1/1800 of a stride does.
-  const double load = double(std::max<int64_t>(k, 8)) * l.slice_bytes_per_k / 1800.0;
+  // In clusters (Launch::panel_cluster) a block copies its panel's rows only.
+  const int64_t cn = l.cluster_blocks(k), rows = cn > 1 ? std::min<int64_t>(k, l.panel_rows) : k;
+  const double load = double(std::max<int64_t>(rows, 8)) * l.slice_bytes_per_k / 1800.0;
   const double work = double(std::max<int64_t>(strides, 1));
   auto cost = [&](int64_t p) { return double((slices * p + sms - 1) / sms) * (work / double(p) + load); };
   // For a given number of waves the most parts that still fit them cost least (the strides a
@@ -339,6 +341,8 @@ Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides
     // Past here w' waves cost at least w' x load + the strides spread over every SM.
     if (p >= max_parts || double(w + 1) * load + work * double(slices) / double(sms) >= best_cost) break;
   }
+  // A cluster's blocks share a part: whole clusters (each one more part of the row-blocks).
+  if (cn > 1) best = std::max(cn, best / cn * cn);
   return Dim3{unsigned(slices), unsigned(best), 1};
 }
 
@@ -405,7 +409,8 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
                  "; use a smaller bsn or a plan without resident B");
     const Dim3 grid = l.family == KernelFamily::SpmmDecode ? decode_grid(l, b.n, a.num_blocks, v.strides, b.k, sm_count_)
                                                             : resident_grid(l, b.n, a.num_blocks, smem, sm_count_);
-    return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true, l.pdl);
+    return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true, l.pdl,
+                            l.family == KernelFamily::SpmmDecode ? l.cluster_blocks(b.k) : 1);
   }
   const Dim3 grid{l.grid_x(b.n), unsigned(a.num_blocks), 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());

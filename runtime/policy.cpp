@@ -45,6 +45,12 @@ int panel_rows_for(const Plan &p, int64_t k) {
   return int(std::min<int64_t>(fit, ceil_div(ceil_div(k, panels), 64) * 64));
 }
 
+// K from which the decode kernel at N <= 16 takes K in two panels, one block of a cluster each.
+// On the H100 (bench/NOTES.md, Session 30, s=0.5 / 0.7 / 0.9, N=16) 4096x14336 ran 1 / 3 / 9 %
+// faster so, 4096x11008 2-4 % slower at s=0.5-0.7 and even at 0.9, 4096x4096 (panels of 2048) 9 %
+// slower.
+constexpr int64_t kClusterPanelsMinK = 12288;
+
 // The decode kernel for an SpMM of N <= 64 (or with decode pinned): the tile width that pads
 // N least (then the fewest slices) among those whose plan builds and whose B fits shared
 // memory; none when the caller pinned another kernel or nothing fits.
@@ -148,6 +154,19 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
       if (builds(t)) d = t;
     }
   }
+  // Long K at decode (N <= 16, sm_90, an integer output): every SM takes in B's slice of all K
+  // (224 KiB at K=14336, 16 columns) before its first mma. In two K panels run by a cluster of
+  // two blocks (Launch::panel_cluster) each block takes half. In the decode kernel's load pattern
+  // alone (bench/NOTES.md, Session 30) 224 -> 112 KiB a block took 1.2 us off 4096x14336 s=0.5 and
+  // 0.7, 172 -> 86 KiB 0.75 us; the kernel gains less (kClusterPanelsMinK).
+  if (sig.n <= 16 && !long_k && d.bsn == 16 && !d.panel && may_panel && base.arch >= 90 && sig.k >= kClusterPanelsMinK) {
+    OpSpec t = d;
+    t.panel = int(ceil_div(ceil_div(sig.k, 2), 64) * 64);
+    if (auto p = builds(t); p && p->launch.cluster_blocks(sig.k) == 2) {
+      d = t;
+      best_smem = int64_t(p->launch.dynamic_smem(sig.k));
+    }
+  }
   const int64_t slices = ceil_div(std::max<int64_t>(sig.n, 1), d.bsn);
   const std::string kib = fmt::format("{:.0f} KiB", double(best_smem) / 1024);
   std::string why =
@@ -157,6 +176,8 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
                                 sig.n, slices, d.bsn, kib, d.warps ? std::to_string(d.warps) + " " : std::string());
   if (d.panel)
     why += fmt::format(", K in {} panels of {} rows", ceil_div(sig.k, d.panel), d.panel);
+  if (d.panel && ceil_div(sig.k, d.panel) == 2 && d.arch >= 90 && !d.warps)
+    why += " (a cluster of two blocks, one a panel)";
   return PolicyChoice{d, why};
 }
 
@@ -415,7 +436,9 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double reads = 1 + reread * (slices - 1), tiles = std::max(1.0, spec.bsn / 16.0);
   const double sparse_bytes = reads * a_bytes + k * n * rhs_bytes + out_bytes * m * n;
   const double strides_per_rb = sig.mean / 32;
-  double slice_us = decode ? k * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;  // B's slice, per block
+  // B's slice, per block (in a cluster of two, Launch::panel_cluster: its panel's rows)
+  const double slice_rows = decode && plan.launch.cluster_blocks(sig.k) > 1 ? std::min(k, double(plan.launch.panel_rows)) : k;
+  double slice_us = decode ? slice_rows * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;
   if (decode && slices > 1) {  // every wave of blocks loads its slices first
     const int64_t strides = int64_t(std::ceil(double(sig.blocks) * std::max(1.0, strides_per_rb)));
     const Dim3 g = decode_grid(plan.launch, sig.n, sig.blocks, strides, sig.k, std::max(1, dev.sm_count));

@@ -31,6 +31,30 @@ __device__ __forceinline__ uint2 mc_ld_stream64(const void *p) {
   return v;
 }
 
+//@snippet mc_cluster_rank
+// This block's rank in its cluster, and the cluster's blocks (sm_90; 0 and 1 when launched
+// without clusters): Launch::panel_cluster.
+__device__ __forceinline__ unsigned mc_cluster_rank() {
+  unsigned r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+//@snippet mc_cluster_size
+__device__ __forceinline__ unsigned mc_cluster_size() {
+  unsigned n;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+
+//@snippet mc_cluster_arrive
+// The cluster barrier in two halves (sm_90): arrive (release: this thread's writes before it are
+// seen by every thread of the cluster once they wait) early, wait (acquire) where it is needed.
+__device__ __forceinline__ void mc_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+
+//@snippet mc_cluster_wait
+__device__ __forceinline__ void mc_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+
 //@snippet mc_elem8
 // One element of a packed 8-bit plane, sign-extended when the chunk is signed.
 __device__ __forceinline__ int mc_elem8(const unsigned char *p, int i, bool sgn) {

@@ -528,6 +528,71 @@ TEST(Codegen, DecodeKernelStreamsAPastL1) {
   }
 }
 
+// A decode plan in K panels, one tile at 16 warps or fewer on sm_90, runs two panels in a cluster of two
+// blocks, one a panel: the pair zeroes C's rows of its part, arrives at the cluster barrier
+// once the ring's first loads are issued, waits for it before the loop, and every pass adds.
+// Its grid is whole clusters, and each block copies its panel's rows only. sm_80, more tiles,
+// and K of one or three panels: no cluster.
+TEST(Codegen, DecodeKernelRunsTwoKPanelsInACluster) {
+  OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
+  s.resident = s.decode = true;
+  s.panel = 7168;
+  auto p = plan(s);
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  const Launch &l = p->launch;
+  EXPECT_TRUE(l.panel_cluster);
+  EXPECT_EQ(l.cluster_blocks(14336), 2u);
+  EXPECT_EQ(l.cluster_blocks(7168), 1u) << "one panel";
+  EXPECT_EQ(l.cluster_blocks(20000), 1u) << "three panels: one pass a panel";
+  EXPECT_EQ(l.ring_depth, 10) << "one tile: the ring of the unpanelled kernel";
+  EXPECT_NE(p->str().find("where K takes two panels a cluster of two blocks (one a panel)"), std::string::npos) << p->str();
+  std::string json;
+  llvm::raw_string_ostream(json) << to_json(*p);
+  EXPECT_NE(json.find("\"panel_cluster\":true"), std::string::npos) << json;
+  // The grid: whole clusters, each block's slice load its panel's rows.
+  for (int sms : {132, 131, 7}) {
+    const Dim3 g = decode_grid(l, 16, 512, 114688, 14336, sms);
+    EXPECT_EQ(g.y % 2, 0u) << sms;
+    EXPECT_GE(g.y, 2u);
+  }
+  EXPECT_EQ(decode_grid(l, 16, 1, 300, 14336, 132).y, 2u) << "one row-block: one cluster, a part each";
+  auto k = generate(*p);
+  ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
+  const std::string &src = k->source;
+  const size_t rank_at = src.find("const unsigned crank = mc_cluster_rank();"), zero_at = src.find("c[(long long)r0 * N + i] = (int)0;"),
+               loop_at = src.find("for (int pnl = crank; pnl * KP < K; pnl += CN) {"),
+               ring_at = src.find("ci9 = mc_ld_stream16(pci + 9 * KS);"), arrive_at = src.find("if (CN > 1 && pnl == (int)crank) mc_cluster_arrive();"),
+               slice_wait = src.find("cp.async.wait_group 0;", arrive_at), sync_at = src.find("__syncthreads();  // and every thread's"),
+               wait_at = src.find("if (CN > 1 && pnl == (int)crank) mc_cluster_wait();");
+  for (size_t at : {rank_at, zero_at, loop_at, ring_at, arrive_at, slice_wait, sync_at, wait_at}) ASSERT_NE(at, std::string::npos) << src;
+  EXPECT_LT(rank_at, zero_at);
+  EXPECT_LT(zero_at, loop_at) << "C zeroed before any pass";
+  EXPECT_LT(ring_at, arrive_at) << "arrived at once the ring's first loads are issued";
+  EXPECT_LT(arrive_at, slice_wait);
+  EXPECT_LT(sync_at, wait_at) << "waited for after the slice landed, before the loop";
+  EXPECT_NE(src.find("const int rb_lo = (int)((long long)nblk * part / parts);"), std::string::npos);
+  EXPECT_NE(src.find("if (pnl > 0 || CN > 1) atomicAdd("), std::string::npos) << "every pass adds in a cluster";
+  EXPECT_NE(src.find("barrier.cluster.arrive.release;"), std::string::npos);
+  // A column-major C zeroes column by column.
+  s.c_col = true;
+  auto kc = generate(llvm::cantFail(plan(s)));
+  ASSERT_TRUE(bool(kc));
+  EXPECT_NE(kc->source.find("c[(i / rows) * M + r0 + i % rows] = (int)0;"), std::string::npos);
+  s.c_col = false;
+  // No cluster: sm_80, three tiles (48 columns, at 16 or 20 warps), or no panels.
+  for (auto [arch, warps, bsn, panel] : {std::tuple{80, 0, 16, 7168}, {90, 0, 48, 4800}, {90, 20, 48, 4800}, {90, 0, 16, 0}}) {
+    OpSpec t = s;
+    t.arch = arch, t.warps = warps, t.bsn = bsn, t.panel = panel;
+    auto q = plan(t);
+    ASSERT_TRUE(bool(q)) << to_string(t) << ": " << llvm::toString(q.takeError());
+    EXPECT_FALSE(q->launch.panel_cluster) << to_string(t);
+    EXPECT_EQ(q->launch.cluster_blocks(14336), 1u);
+    auto kq = generate(*q);
+    ASSERT_TRUE(bool(kq));
+    EXPECT_EQ(kq->source.find("mc_cluster"), std::string::npos) << to_string(t);
+  }
+}
+
 TEST(Codegen, DecodeKernelAndItsRefusals) {
   OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
   s.resident = s.decode = true;

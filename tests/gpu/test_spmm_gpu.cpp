@@ -318,6 +318,36 @@ TEST(SpmmGpu, DecodeKernelInKPanelsIsExact) {
   run_cases(*ctx, cases, 53);
 }
 
+// Where K takes two panels the decode kernel (one tile, 16 warps or fewer, sm_90) runs them in clusters of
+// two blocks, one a panel, C zeroed by the pair first and both adding into it: exact for
+// integer outputs of either width, either order of C, odd M and N, more clusters than
+// row-blocks (empty parts), and K just past one panel.
+TEST(SpmmGpu, DecodeKernelInClusterPanelsIsExact) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  const DecodeType types[] = {{{8, true}, {8, true}, 8, 16}, {{4, true}, {8, true}, 8, 16},  {{8, false}, {8, true}, 4, 16},
+                              {{16, true}, {8, true}, 2, 16}, {{7, false}, {5, true}, 8, 16}, {{8, true}, {8, true}, 1, 16}};
+  std::vector<Case> cases;
+  int i = 0;
+  for (const DecodeType &t : types)
+    for (int panel : {64, 4096}) {
+      OpSpec s{OpKind::SpMM, t.l, t.r, t.v, t.bsn, true, max_exact_k(t.l, t.r) ? OutType::Int32 : OutType::Int64, 90};
+      s.resident = s.decode = true;
+      s.panel = panel;
+      if (i % 3 == 1) s.out = OutType::Int64;
+      s.c_col = i++ % 2 == 1;
+      auto p = plan(s);
+      ASSERT_TRUE(bool(p)) << to_string(s) << ": " << llvm::toString(p.takeError());
+      ASSERT_TRUE(p->launch.panel_cluster) << p->str();
+      for (const int64_t k : {int64_t(panel) + 1, 2 * int64_t(panel) - 3}) {
+        ASSERT_EQ(p->launch.cluster_blocks(k), 2u) << "K=" << k << " " << p->str();
+        cases.push_back({*p, 1001, k, 5});
+        cases.push_back({*p, 4096, k, 16});
+        cases.push_back({*p, 9, k, 1});  // one row-block: one cluster's part, the others' empty
+      }
+    }
+  run_cases(*ctx, cases, 59);
+}
+
 // A column-major C (+ccol: a linear layer's token-major Y) from every SpMM kernel family: the
 // decode kernel (one and several slices, cut row-blocks, K panels adding into C), resident B,
 // the ring kernel (its CUDA form: the PTX twin writes a row-major C only) and the generic
