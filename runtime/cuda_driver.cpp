@@ -424,12 +424,12 @@ llvm::Error raise_shared_limit(CUfunction function, int bytes) {
 
 llvm::Error launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
                    void **args, bool limit_raised, bool programmatic, unsigned cluster_y) {
-  if (auto e = require_driver()) return e;
-  if (!function) return plain("launch: null CUfunction");
   if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
     return plain("launch: empty grid " + dims(grid) + " or block " + dims(block));
   if (cluster_y == 0 || grid.y % cluster_y != 0)
     return plain("launch: grid " + dims(grid) + " is not made of clusters of (1, " + llvm::Twine(cluster_y) + ", 1) blocks");
+  if (auto e = require_driver()) return e;
+  if (!function) return plain("launch: null CUfunction");
   constexpr unsigned kDefaultSharedLimit = 48 * 1024;
   if (shared_bytes > kDefaultSharedLimit && !limit_raised)
     if (auto e = raise_shared_limit(function, int(shared_bytes))) return e;

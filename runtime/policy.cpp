@@ -176,8 +176,7 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
                                 sig.n, slices, d.bsn, kib, d.warps ? std::to_string(d.warps) + " " : std::string());
   if (d.panel)
     why += fmt::format(", K in {} panels of {} rows", ceil_div(sig.k, d.panel), d.panel);
-  if (d.panel && ceil_div(sig.k, d.panel) == 2 && d.arch >= 90 && !d.warps)
-    why += " (a cluster of two blocks, one a panel)";
+  if (auto p = planned(d); p && p->launch.cluster_blocks(sig.k) > 1) why += " (a cluster of two blocks, one a panel)";
   return PolicyChoice{d, why};
 }
 

@@ -44,6 +44,25 @@ DONE:
 }
 )";
 
+// A launch's shape is checked before the driver is asked anything: an empty grid, or a grid
+// that is not whole clusters (cluster_y must divide grid.y), is refused by name, GPU or not.
+TEST(CudaDriver, LaunchRefusesAGridThatIsNotWholeClusters) {
+  llvm::Error e = launch(nullptr, Dim3{8, 3, 1}, Dim3{128}, 0, nullptr, nullptr, false, true, 2);
+  ASSERT_TRUE(bool(e));
+  EXPECT_HAS(llvm::toString(std::move(e)), "launch: grid (8, 3, 1) is not made of clusters of (1, 2, 1) blocks");
+  e = launch(nullptr, Dim3{8, 2, 1}, Dim3{128}, 0, nullptr, nullptr, false, false, 0);
+  ASSERT_TRUE(bool(e));
+  EXPECT_HAS(llvm::toString(std::move(e)), "is not made of clusters of (1, 0, 1) blocks");
+  e = launch(nullptr, Dim3{0, 2, 1}, Dim3{128}, 0, nullptr, nullptr, false, false, 2);
+  ASSERT_TRUE(bool(e));
+  EXPECT_HAS(llvm::toString(std::move(e)), "launch: empty grid (0, 2, 1)");
+  // A whole number of clusters passes the shape checks and reaches the driver (no GPU: its
+  // reason; a GPU: the null function).
+  e = launch(nullptr, Dim3{8, 4, 1}, Dim3{128}, 0, nullptr, nullptr, false, true, 2);
+  ASSERT_TRUE(bool(e));
+  EXPECT_EQ(llvm::toString(std::move(e)).find("clusters of"), std::string::npos);
+}
+
 // Runs without a GPU too, up to the skip: the no-GPU path must be a clean 0, not a failure.
 TEST(CudaDriver, DeviceCountOrReason) {
   auto n = device_count();
