@@ -21,8 +21,9 @@
 // its row-blocks (A packed panel by panel), and passes after the first add into C with
 // red.global.add (integer C): a load of C there stalled the ring (bench/NOTES.md, Session 15).
 // On sm_90, one tile at 16 warps or fewer (Launch::panel_cluster), two panels run in a cluster of two
-// blocks, one a panel, C zeroed by the pair first and both adding: each block copies half of B's
-// slice (4096x14336 at N <= 16: 224 -> 112 KiB a block; bench/NOTES.md, Session 30).
+// blocks, one a panel, each keeping its row-blocks' sums in shared memory until the pair adds them
+// after both passes: each block copies half of B's slice (4096x14336 at N <= 16: 224 -> 112 KiB a
+// block; bench/NOTES.md, Session 30).
 #include <algorithm>
 #include <optional>
 
@@ -170,6 +171,53 @@ class SpmmDecode : public KernelGen {
     }
   }
 
+  // A row-block's sums are complete in this block (blk: its row-block in C): its epilogue, or in
+  // a cluster of two (Launch::panel_cluster) a copy into cbuf, added to the pair's after both passes.
+  void finish(const std::string &blk) {
+    e.decl("const int", "blk", Expr(blk));
+    if (!(p.spec.panel && l.panel_cluster)) return epilogue();
+    e.open("if (CN > 1)", "this panel's half: kept in shared memory for the pair's sum");
+    int a = 0;
+    for_each_accumulator([&](const std::string &acc) {
+      e.line("#pragma unroll");
+      e.line("for (int i = 0; i < " + S(nc()) + "; ++i) cbuf[(((blk - rb_lo) * " + S(accs()) + " + " + S(a++) + ") * " + S(nc()) +
+             " + i) * 32 + lane] = " + acc + "[i];");
+    });
+    e.close_open("else");
+    epilogue();
+    e.close();
+  }
+  // In a cluster of two, after both passes: every sum of the part is in one of the pair's cbuf
+  // (one barrier, released after the loops: no load in flight then); block crank writes every
+  // other row-block, its own half plus the other block's read through distributed shared
+  // memory; a second barrier keeps each block's shared memory until the other has read it.
+  void pair_sums() {
+    auto s = e.scope("if (CN > 1)", "the pair's sums: both halves of each row-block of the part, added, into C");
+    e.line(call("mc_cluster_arrive", {}).str() + ";", "release: this block's cbuf");
+    e.line(call("mc_cluster_wait", {}).str() + ";", "acquire: the other block's");
+    e.decl("const unsigned", "cpeer", call("mc_peer_shared", {cvta_shared(Expr("cbuf")), Expr("crank ^ 1u")}),
+           "the other block's cbuf");
+    {
+      auto loop = e.scope("for (int j = (int)crank + 2 * warp; j < rb_hi - rb_lo; j += 2 * WARPS)",
+                          "row-block rb_lo + j: this block's if j % 2 == crank, one warp each");
+      e.declare("j");
+      int a = 0;
+      for_each_accumulator([&](const std::string &acc) {
+        const std::string at = "((j * " + S(accs()) + " + " + S(a++) + ") * " + S(nc()) + " + i) * 32 + lane";
+        e.line("#pragma unroll");
+        e.line("for (int i = 0; i < " + S(nc()) + "; ++i) " + acc + "[i] = cbuf[" + at + "] + " +
+               call("mc_ld_peer", {Expr("cpeer + 4u * (" + at + ")")}).str() + ";");
+      });
+      e.decl("const int", "blk", Expr("rb_lo + j"));
+      const std::string keep = accumulate_c;
+      accumulate_c.clear();  // the whole sum: written, not added
+      epilogue();
+      accumulate_c = keep;
+    }
+    e.line(call("mc_cluster_arrive_relaxed", {}).str() + ";", "this block has read the other's cbuf (its loads are used)");
+    e.line(call("mc_cluster_wait", {}).str() + ";", "and the other has read this one's: both may exit");
+  }
+
   // acc(g, j, t) -> hd_g<g>_r<j>_t<t>: the first row-block's partial, kept for the reduction.
   static std::string hd(const std::string &acc) { return "hd" + acc.substr(3); }
 
@@ -194,26 +242,21 @@ class SpmmDecode : public KernelGen {
       e.comment("---- K in panels of KP rows, the row-blocks in parts, a cluster of CN blocks a part (CN = 2 where");
       e.comment("     K takes two panels, else 1): this cluster's row-blocks [rb_lo, rb_hi) (an equal share); its block");
       e.comment("     of rank crank makes one pass a panel crank, crank + CN, ... over their strides in it against that");
-      e.comment("     panel's rows of B. In a cluster of two C is zeroed first (each block half of the part's rows) and");
-      e.comment("     every pass adds into it; alone, the first pass writes C and the others add ----");
+      e.comment("     panel's rows of B. In a cluster of two each block keeps its row-blocks' sums in shared memory");
+      e.comment("     (cbuf) and after both passes the pair adds the two and writes C; alone, the first pass writes C");
+      e.comment("     and the others add ----");
       e.decl("const unsigned", "crank", call("mc_cluster_rank", {}));
       e.decl("const unsigned", "CN", call("mc_cluster_size", {}));
       e.decl("const int", "part", Expr("(int)(blockIdx.y / CN)"), "the cluster's part (its blocks are consecutive in y)");
       e.decl("const int", "parts", Expr("(int)(gridDim.y / CN)"));
       e.decl("const int", "rb_lo", Expr("(int)((long long)nblk * part / parts)"));
       e.decl("const int", "rb_hi", Expr("(int)((long long)nblk * (part + 1) / parts)"));
-      {
-        auto zero = e.scope("if (CN > 1)", "C's rows of the part: zeros, before any block of the cluster adds");
-        e.decl("const int", "r0", Expr("rb_lo * V"));
-        e.decl("const int", "rows", Expr("min(rb_hi * V, M) - r0"));
-        const std::string T = p.spec.out == OutType::Int64 ? "long long" : "int";
-        auto loop = e.scope("for (long long i = crank * THREADS + threadIdx.x; i < (long long)rows * N; i += CN * THREADS)");
-        e.line(p.spec.c_col ? "c[(i / rows) * M + r0 + i % rows] = (" + T + ")0;  // C column-major: column i / rows"
-                            : "c[(long long)r0 * N + i] = (" + T + ")0;  // C row-major: the part's rows are contiguous");
-      }
+      e.decl("int *", "cbuf",
+             Expr("(int *)(smem + max(max(min(K, KP), 8) * " + S(l.slice_bytes_per_k) + ", " + S(l.reduction_smem) + "))"),
+             "past the slice and the partial sums: [row-block - rb_lo][accumulator][register][lane]");
       pass.emplace(e.scope("for (int pnl = crank; pnl * KP < K; pnl += CN)"));
       e.decl("const int", "pbase", Expr("pnl * nblk"), "this panel's row-blocks in the packed A: pbase + b");
-      accumulate_c = "pnl > 0 || CN > 1";
+      accumulate_c = "pnl > 0";
     } else if (panels) {
       e.comment("---- K in panels of KP rows: this block's row-blocks [rb_lo, rb_hi) (an equal share), one pass");
       e.comment("     a panel over their strides in it against that panel's rows of B; each pass adds into C ----");
@@ -263,16 +306,11 @@ class SpmmDecode : public KernelGen {
     e.comment("---- the schedule word of the piece's last stride (whether the piece leaves a row-block open),");
     e.comment("     loaded now: its round trip overlaps the ring's instead of adding to the tail ----");
     e.decl("const unsigned", "ml", Expr("cw < cw1 ? __ldg(stride_meta + cw1 - 1) : (1u << 31)"));
-    if (cluster) {
-      e.comment("---- the cluster's zeros: arrived at here (the ring's first loads issued), waited for before the loop ----");
-      e.line("if (CN > 1 && pnl == (int)crank) " + call("mc_cluster_arrive", {}).str() + ";");
-    }
     {
       auto after_issue = e.scope("if (cw1 >= cw)", "always: a branch keeps the wait below the ring's loads");
       wait_all("this thread's part of the slice landed");
     }
     e.line("__syncthreads();", "and every thread's");
-    if (cluster) e.line("if (CN > 1 && pnl == (int)crank) " + call("mc_cluster_wait", {}).str() + ";", "C's zeros written");
     declare_accumulators("");
     // volatile: written once (the piece's first row-block end, in one ring slot's rare branch)
     // and read after the loop. As plain registers their conditional copy became a phi in every
@@ -306,8 +344,7 @@ class SpmmDecode : public KernelGen {
             });
             e.line("hd_rb = rb, head = false;");
             e.close_open("else");
-            e.decl("const int", "blk", Expr(panels ? "rb - pbase" : "rb"));
-            epilogue();
+            finish(panels ? "rb - pbase" : "rb");
           }
           zero_accumulators();
         }
@@ -357,9 +394,9 @@ class SpmmDecode : public KernelGen {
                  at("part", slot(Expr::var("x", 1, l.threads / 32 - 1), a++)).str() + ";");
         });
       }
-      e.decl("const int", "blk", Expr(panels ? "open_rb - pbase" : "open_rb"));
-      epilogue();
+      finish(panels ? "open_rb - pbase" : "open_rb");
     }
+    if (cluster) pair_sums();
     if (panels) e.line("__syncthreads();", "the partial sums are read and C written: the next panel may overwrite the slice");
   }
 };
@@ -400,9 +437,10 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
     f.doc.push_back("red.global.add (integer C; the block's own elements, a barrier after the pass before).");
     if (p.launch.panel_cluster) {
       f.doc.push_back("Launched in clusters of two blocks (where K takes two panels), the pair shares a part of the");
-      f.doc.push_back("row-blocks and each block makes the pass of one panel (half of B's slice to copy); the pair");
-      f.doc.push_back("zeroes C's rows of its part first (cluster barrier: arrive with the ring's first loads, wait");
-      f.doc.push_back("before the loop) and both passes add. Without clusters: a cluster of one, as above.");
+      f.doc.push_back("row-blocks and each block makes the pass of one panel (half of B's slice to copy), keeping its");
+      f.doc.push_back("row-blocks' sums in shared memory; after both passes (a cluster barrier) each block adds the");
+      f.doc.push_back("two halves of every other row-block, the other's through distributed shared memory, and");
+      f.doc.push_back("writes C. Without clusters: a cluster of one, as above.");
     }
   }
   g.body();

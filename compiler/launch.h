@@ -83,10 +83,11 @@ struct Launch {
   // Decode: A's ring loads (column indices and values) skip L1 (ld.global.nc.L1::no_allocate):
   // A streams through once a block, so its lines only take L1's room and fills.
   bool a_skip_l1 = false;
-  // Decode in K panels, one 16-column tile at 16 warps or fewer (sm_90): where K takes two panels the kernel is
-  // launched in clusters of two blocks that share one part of the row-blocks, each block one
-  // panel (B's rows of it in shared memory: half the slice a block copies), C zeroed first by
-  // the pair and every pass adding into it; launched without clusters it makes one pass a panel.
+  // Decode in K panels, one 16-column tile at 16 warps or fewer (sm_90): where K takes two panels
+  // (and the part's sums fit shared memory) the kernel is launched in clusters of two blocks that
+  // share one part of the row-blocks, each block one panel (B's rows of it in shared memory: half
+  // the slice a block copies), keeping its sums in shared memory until the pair adds them after
+  // both passes; launched without clusters it makes one pass a panel, each adding into C.
   bool panel_cluster = false;
   KernelLanguage language = KernelLanguage::Cuda;
   std::vector<KernelParam> params;  // in order
@@ -106,6 +107,11 @@ struct Launch {
   long long panels(long long k) const { return panel_rows && k > panel_rows ? (k + panel_rows - 1) / panel_rows : 1; }
   // The blocks of a cluster at K (panel_cluster): 2 where K takes two panels, else 1.
   unsigned cluster_blocks(long long k) const { return panel_cluster && panels(k) == 2 ? 2 : 1; }
+  // In a cluster of two: the dynamic shared memory each block keeps its row-blocks' sums in, past
+  // dynamic_smem(k), for parts of at most `row_blocks` row-blocks (a warp's partial sums each).
+  size_t cluster_sums_bytes(long long row_blocks) const {
+    return size_t(row_blocks) * size_t(reduction_smem / (warps_per_group > 0 ? warps_per_group : 1));
+  }
   std::string str() const;  // one readable line
 };
 

@@ -316,13 +316,14 @@ Dim3 resident_grid(const Launch &l, int64_t n, int64_t row_blocks, size_t smem, 
   return Dim3{unsigned(slices), unsigned(parts), 1};
 }
 
-Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides, int64_t k, int sm_count) {
+Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides, int64_t k, int sm_count,
+                 unsigned cluster) {
   const int64_t slices = std::max<int64_t>(1, l.grid_x(n)), sms = std::max(1, sm_count);
   const int64_t max_parts = std::min<int64_t>({std::max<int64_t>(row_blocks, 1), 65535, 2 * sms});
   // A block loads its slice at about 12 us a MB and then runs a stride in about 22 ns
   // (4096x4096 s=0.9 N=2048, BSn=48, H100): one slice byte costs what 1/1800 of a stride does.
   // In clusters (Launch::panel_cluster) a block copies its panel's rows only.
-  const int64_t cn = l.cluster_blocks(k), rows = cn > 1 ? std::min<int64_t>(k, l.panel_rows) : k;
+  const int64_t cn = cluster ? cluster : l.cluster_blocks(k), rows = cn > 1 ? std::min<int64_t>(k, l.panel_rows) : k;
   const double load = double(std::max<int64_t>(rows, 8)) * l.slice_bytes_per_k / 1800.0;
   const double work = double(std::max<int64_t>(strides, 1));
   auto cost = [&](int64_t p) { return double((slices * p + sms - 1) / sms) * (work / double(p) + load); };
@@ -401,16 +402,25 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
   auto args = v.args(l);
   const Dim3 block{unsigned(l.threads), 1, 1};
   if (resident) {
-    const size_t smem = l.dynamic_smem(b.k);
+    const bool decode = l.family == KernelFamily::SpmmDecode;
+    // A cluster of two where the part's sums fit beside the slice (Launch::panel_cluster), else none.
+    unsigned cluster = decode ? l.cluster_blocks(b.k) : 1;
+    Dim3 grid = decode ? decode_grid(l, b.n, a.num_blocks, v.strides, b.k, sm_count_, cluster)
+                       : resident_grid(l, b.n, a.num_blocks, l.dynamic_smem(b.k), sm_count_);
+    size_t smem = l.dynamic_smem(b.k);
+    if (cluster > 1) {
+      const int64_t parts = grid.y / cluster, per_part = (a.num_blocks + parts - 1) / parts;
+      if (smem + l.cluster_sums_bytes(per_part) <= size_t(max_shared_))
+        smem += l.cluster_sums_bytes(per_part);
+      else
+        cluster = 1, grid = decode_grid(l, b.n, a.num_blocks, v.strides, b.k, sm_count_, 1);
+    }
     if (smem > size_t(max_shared_))
       return err("spmm: " + llvm::Twine(l.family == KernelFamily::SpmmDecode ? "decode: B" : "resident B") +
                  " needs " + llvm::Twine(smem) + " bytes of shared memory for K=" + llvm::Twine(b.k) +
                  " at BSn=" + llvm::Twine(plan_.spec.bsn) + " but a block may use " + llvm::Twine(max_shared_) +
                  "; use a smaller bsn or a plan without resident B");
-    const Dim3 grid = l.family == KernelFamily::SpmmDecode ? decode_grid(l, b.n, a.num_blocks, v.strides, b.k, sm_count_)
-                                                            : resident_grid(l, b.n, a.num_blocks, smem, sm_count_);
-    return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true, l.pdl,
-                            l.family == KernelFamily::SpmmDecode ? l.cluster_blocks(b.k) : 1);
+    return magicube::launch(fn_, grid, block, unsigned(smem), stream, args.data(), true, l.pdl, cluster);
   }
   const Dim3 grid{l.grid_x(b.n), unsigned(a.num_blocks), 1};
   return magicube::launch(fn_, grid, block, 0, stream, args.data());

@@ -135,7 +135,9 @@ Dim3 resident_grid(const Launch &launch, int64_t n, int64_t row_blocks, size_t s
 // that finishes soonest by waves x (strides a part + a slice load counted in strides). Few
 // slices: one block per SM (y = sm_count / slices); many (N = 8192 at BSn=48: 171 slices),
 // 3 parts a slice (4 full waves) instead of 1 (a second wave of 39 blocks).
-Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int64_t strides, int64_t k, int sm_count);
+// `cluster`: the blocks of a cluster (Launch::cluster_blocks; 0: as the launch asks at K).
+Dim3 decode_grid(const Launch &launch, int64_t n, int64_t row_blocks, int64_t strides, int64_t k, int sm_count,
+                 unsigned cluster = 0);
 
 // A loaded kernel of either op.
 class Kernel {

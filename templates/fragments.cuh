@@ -49,11 +49,32 @@ __device__ __forceinline__ unsigned mc_cluster_size() {
 
 //@snippet mc_cluster_arrive
 // The cluster barrier in two halves (sm_90): arrive (release: this thread's writes before it are
-// seen by every thread of the cluster once they wait) early, wait (acquire) where it is needed.
+// seen by every thread of the cluster once they wait), wait (acquire). A release waits for every
+// access the thread has in flight, loads too (bench/NOTES.md, Session 30).
 __device__ __forceinline__ void mc_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+
+//@snippet mc_cluster_arrive_relaxed
+// Arrive without ordering this thread's memory accesses (those whose results it has used are done).
+__device__ __forceinline__ void mc_cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
 
 //@snippet mc_cluster_wait
 __device__ __forceinline__ void mc_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+
+//@snippet mc_peer_shared
+// The shared-window address `a` of this block as the same place in cluster block `rank`'s shared
+// memory (distributed shared memory, sm_90), and a 32-bit load from there.
+__device__ __forceinline__ unsigned mc_peer_shared(unsigned a, unsigned rank) {
+  unsigned r;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+
+//@snippet mc_ld_peer
+__device__ __forceinline__ int mc_ld_peer(unsigned a) {
+  int v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+  return v;
+}
 
 //@snippet mc_elem8
 // One element of a packed 8-bit plane, sign-extended when the chunk is signed.

@@ -529,10 +529,13 @@ TEST(Codegen, DecodeKernelStreamsAPastL1) {
 }
 
 // A decode plan in K panels, one tile at 16 warps or fewer on sm_90, runs two panels in a cluster of two
-// blocks, one a panel: the pair zeroes C's rows of its part, arrives at the cluster barrier
-// once the ring's first loads are issued, waits for it before the loop, and every pass adds.
-// Its grid is whole clusters, and each block copies its panel's rows only. sm_80, more tiles,
-// and K of one or three panels: no cluster.
+// blocks, one a panel: each block keeps its row-blocks' sums in shared memory past the slice,
+// and after both passes (one cluster barrier, with no load in flight) adds the other block's
+// half of every other row-block through distributed shared memory and writes C; a second
+// barrier keeps each block's shared memory until the other has read it. Launched without a
+// cluster it is the K-panel kernel (the first pass writes C, the others add). Its grid is whole
+// clusters, each block copies its panel's rows only. sm_80, more tiles, and K of one or three
+// panels: no cluster.
 TEST(Codegen, DecodeKernelRunsTwoKPanelsInACluster) {
   OpSpec s = spmm({8, true}, {8, true}, 8, 90, true, OutType::Int32, 16);
   s.resident = s.decode = true;
@@ -545,6 +548,7 @@ TEST(Codegen, DecodeKernelRunsTwoKPanelsInACluster) {
   EXPECT_EQ(l.cluster_blocks(7168), 1u) << "one panel";
   EXPECT_EQ(l.cluster_blocks(20000), 1u) << "three panels: one pass a panel";
   EXPECT_EQ(l.ring_depth, 10) << "one tile: the ring of the unpanelled kernel";
+  EXPECT_EQ(l.cluster_sums_bytes(8), 8u * 4 * 32 * 4) << "a row-block's sums: 4 registers x 32 lanes";
   EXPECT_NE(p->str().find("where K takes two panels a cluster of two blocks (one a panel)"), std::string::npos) << p->str();
   std::string json;
   llvm::raw_string_ostream(json) << to_json(*p);
@@ -559,26 +563,32 @@ TEST(Codegen, DecodeKernelRunsTwoKPanelsInACluster) {
   auto k = generate(*p);
   ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
   const std::string &src = k->source;
-  const size_t rank_at = src.find("const unsigned crank = mc_cluster_rank();"), zero_at = src.find("c[(long long)r0 * N + i] = (int)0;"),
+  const size_t rank_at = src.find("const unsigned crank = mc_cluster_rank();"),
+               cbuf_at = src.find("int *cbuf = (int *)(smem + max(max(min(K, KP), 8) * 16, 8192));"),
                loop_at = src.find("for (int pnl = crank; pnl * KP < K; pnl += CN) {"),
-               ring_at = src.find("ci9 = mc_ld_stream16(pci + 9 * KS);"), arrive_at = src.find("if (CN > 1 && pnl == (int)crank) mc_cluster_arrive();"),
-               slice_wait = src.find("cp.async.wait_group 0;", arrive_at), sync_at = src.find("__syncthreads();  // and every thread's"),
-               wait_at = src.find("if (CN > 1 && pnl == (int)crank) mc_cluster_wait();");
-  for (size_t at : {rank_at, zero_at, loop_at, ring_at, arrive_at, slice_wait, sync_at, wait_at}) ASSERT_NE(at, std::string::npos) << src;
-  EXPECT_LT(rank_at, zero_at);
-  EXPECT_LT(zero_at, loop_at) << "C zeroed before any pass";
-  EXPECT_LT(ring_at, arrive_at) << "arrived at once the ring's first loads are issued";
-  EXPECT_LT(arrive_at, slice_wait);
-  EXPECT_LT(sync_at, wait_at) << "waited for after the slice landed, before the loop";
-  EXPECT_NE(src.find("const int rb_lo = (int)((long long)nblk * part / parts);"), std::string::npos);
-  EXPECT_NE(src.find("if (pnl > 0 || CN > 1) atomicAdd("), std::string::npos) << "every pass adds in a cluster";
-  EXPECT_NE(src.find("barrier.cluster.arrive.release;"), std::string::npos);
-  // A column-major C zeroes column by column.
-  s.c_col = true;
-  auto kc = generate(llvm::cantFail(plan(s)));
-  ASSERT_TRUE(bool(kc));
-  EXPECT_NE(kc->source.find("c[(i / rows) * M + r0 + i % rows] = (int)0;"), std::string::npos);
-  s.c_col = false;
+               keep_at = src.find("cbuf[(((blk - rb_lo) * 1 + 0) * 4 + i) * 32 + lane] = acc_g0_r0_t0[i];"),
+               last_slot = src.find("---- ring slot 9 ----"), pair_at = src.find("mc_cluster_arrive();  // release: this block's cbuf"),
+               peer_at = src.find("mc_ld_peer(cpeer + 4u * (((j * 1 + 0) * 4 + i) * 32 + lane))"),
+               exit_at = src.find("mc_cluster_arrive_relaxed();");
+  for (size_t at : {rank_at, cbuf_at, loop_at, keep_at, last_slot, pair_at, peer_at, exit_at}) ASSERT_NE(at, std::string::npos) << src;
+  EXPECT_LT(rank_at, cbuf_at);
+  EXPECT_LT(cbuf_at, loop_at);
+  EXPECT_LT(loop_at, keep_at);
+  EXPECT_LT(last_slot, pair_at) << "the pair's barrier after the loop: no load in flight";
+  EXPECT_EQ(src.find("mc_cluster_arrive();"), pair_at) << "no barrier before the loop";
+  EXPECT_LT(pair_at, peer_at);
+  EXPECT_LT(peer_at, exit_at);
+  EXPECT_EQ(src.find("atomicAdd", pair_at), src.npos) << "the pair's sums are written, not added";
+  EXPECT_NE(src.find("if (pnl > 0) atomicAdd("), std::string::npos) << "without a cluster later passes add";
+  EXPECT_EQ(src.find("(int)0;"), std::string::npos) << "C is not zeroed";
+  // A column-major C and int64 sums build too.
+  for (auto [ccol, out] : {std::pair{true, OutType::Int32}, {false, OutType::Int64}}) {
+    OpSpec t = s;
+    t.c_col = ccol, t.out = out;
+    auto kt = generate(llvm::cantFail(plan(t)));
+    ASSERT_TRUE(bool(kt)) << to_string(t);
+    EXPECT_NE(kt->source.find("mc_ld_peer(cpeer"), std::string::npos) << to_string(t);
+  }
   // No cluster: sm_80, three tiles (48 columns, at 16 or 20 warps), or no panels.
   for (auto [arch, warps, bsn, panel] : {std::tuple{80, 0, 16, 7168}, {90, 0, 48, 4800}, {90, 20, 48, 4800}, {90, 0, 16, 0}}) {
     OpSpec t = s;

@@ -319,9 +319,10 @@ TEST(SpmmGpu, DecodeKernelInKPanelsIsExact) {
 }
 
 // Where K takes two panels the decode kernel (one tile, 16 warps or fewer, sm_90) runs them in clusters of
-// two blocks, one a panel, C zeroed by the pair first and both adding into it: exact for
-// integer outputs of either width, either order of C, odd M and N, more clusters than
-// row-blocks (empty parts), and K just past one panel.
+// two blocks, one a panel, the pair adding its halves through distributed shared memory: exact
+// for integer outputs of either width, either order of C, odd M and N, more clusters than
+// row-blocks (empty parts), K just past one panel, and a part whose sums do not fit shared
+// memory beside the slice (30000 row-blocks of V=1: launched without clusters, one pass a panel).
 TEST(SpmmGpu, DecodeKernelInClusterPanelsIsExact) {
   MAGICUBE_REQUIRE_GPU(ctx);
   const DecodeType types[] = {{{8, true}, {8, true}, 8, 16}, {{4, true}, {8, true}, 8, 16},  {{8, false}, {8, true}, 4, 16},
@@ -344,6 +345,7 @@ TEST(SpmmGpu, DecodeKernelInClusterPanelsIsExact) {
         cases.push_back({*p, 4096, k, 16});
         cases.push_back({*p, 9, k, 1});  // one row-block: one cluster's part, the others' empty
       }
+      if (t.v == 1 && panel == 64) cases.push_back({*p, 30000, 100, 5});
     }
   run_cases(*ctx, cases, 59);
 }
