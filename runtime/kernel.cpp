@@ -416,7 +416,7 @@ llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c
         cluster = 1, grid = decode_grid(l, b.n, a.num_blocks, v.strides, b.k, sm_count_, 1);
     }
     if (smem > size_t(max_shared_))
-      return err("spmm: " + llvm::Twine(l.family == KernelFamily::SpmmDecode ? "decode: B" : "resident B") +
+      return err("spmm: " + llvm::Twine(decode ? "decode: B" : "resident B") +
                  " needs " + llvm::Twine(smem) + " bytes of shared memory for K=" + llvm::Twine(b.k) +
                  " at BSn=" + llvm::Twine(plan_.spec.bsn) + " but a block may use " + llvm::Twine(max_shared_) +
                  "; use a smaller bsn or a plan without resident B");
