@@ -45,10 +45,10 @@ int panel_rows_for(const Plan &p, int64_t k) {
   return int(std::min<int64_t>(fit, ceil_div(ceil_div(k, panels), 64) * 64));
 }
 
-// K from which the decode kernel at N <= 16 takes K in two panels, one block of a cluster each.
-// On the H100 (bench/NOTES.md, Session 30, s=0.5 / 0.7 / 0.9, N=16) 4096x14336 ran 1 / 3 / 9 %
-// faster so, 4096x11008 2-4 % slower at s=0.5-0.7 and even at 0.9, 4096x4096 (panels of 2048) 9 %
-// slower.
+// K from which the decode kernel at N <= 32 in 16-column slices takes K in two panels, one block
+// of a cluster each. On the H100 (bench/NOTES.md, Session 30, s=0.5 / 0.7 / 0.9) 4096x14336 ran 1-3
+// / 3-4 / 5-9 % faster so at N=16 and N=24-32 (two slices), 4096x11008 2-4 % slower at s=0.5-0.7,
+// 4096x4096 (panels of 2048) 9 % slower.
 constexpr int64_t kClusterPanelsMinK = 12288;
 
 // The decode kernel for an SpMM of N <= 64 (or with decode pinned): the tile width that pads
@@ -154,12 +154,12 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
       if (builds(t)) d = t;
     }
   }
-  // Long K at decode (N <= 16, sm_90, an integer output): every SM takes in B's slice of all K
+  // Long K at decode (N <= 32, sm_90, an integer output): every SM takes in B's slice of all K
   // (224 KiB at K=14336, 16 columns) before its first mma. In two K panels run by a cluster of
   // two blocks (Launch::panel_cluster) each block takes half. In the decode kernel's load pattern
   // alone (bench/NOTES.md, Session 30) 224 -> 112 KiB a block took 1.2 us off 4096x14336 s=0.5 and
   // 0.7, 172 -> 86 KiB 0.75 us; the kernel gains less (kClusterPanelsMinK).
-  if (sig.n <= 16 && !long_k && d.bsn == 16 && !d.panel && may_panel && base.arch >= 90 && sig.k >= kClusterPanelsMinK) {
+  if (sig.n <= 32 && !long_k && d.bsn == 16 && !d.panel && may_panel && base.arch >= 90 && sig.k >= kClusterPanelsMinK) {
     OpSpec t = d;
     t.panel = int(ceil_div(ceil_div(sig.k, 2), 64) * 64);
     if (auto p = builds(t); p && p->launch.cluster_blocks(sig.k) == 2) {
