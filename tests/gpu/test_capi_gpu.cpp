@@ -532,93 +532,105 @@ TEST(CApiGpu, DenseRouteFloatOutputOnDevicePointersInACudaGraph) {
 
 // Two sparse layers (N = 16: decode kernels, on sm_90 programmatic dependent launches) captured
 // back to back into a CUDA graph (the second gets a programmatic edge from the first), replayed
-// on new values of B: both exact.
+// on new values of B: both exact. At K=14336 on sm_90 each layer runs in clusters of two blocks
+// (two K panels, Launch::panel_cluster): cluster launches in a graph, with PDL.
 TEST(CApiGpu, DecodeLayersChainedInACudaGraph) {
   MAGICUBE_REQUIRE_GPU(ctx);
   GraphApi g;
   if (!g.ok) GTEST_SKIP() << "libcuda.so.1 lacks the stream capture calls";
-  std::mt19937_64 rng(21);
-  const std::string spec = with_arch("spmm.s8xs8.v8.i32");
-  const magicube::OpSpec s = magicube::parse_spec(spec);
-  const int64_t m = 512, k = 1024, n = 16;
-  struct Layer {
-    magicube::VectorSparse a;
-    OpHandle op;
-    PackedHandle pa;
-    magicube::DeviceBuffer blob, c, ws;
-  };
-  std::vector<Layer> layers(2);
-  auto bbuf = magicube::DeviceBuffer::allocate(size_t(k * n));
-  ASSERT_TRUE(bool(bbuf));
-  for (Layer &l : layers) {
-    l.a = magicube::testing::random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
-    std::vector<int64_t> a64 = magicube::to_dense(l.a);
-    const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
-    ASSERT_EQ(magicube_op_create(spec.c_str(), &am, n, nullptr, &l.op.op), MAGICUBE_SUCCESS) << magicube_last_error();
-    ASSERT_EQ(magicube_op_load(l.op.op), MAGICUBE_SUCCESS) << magicube_last_error();
-    ASSERT_EQ(magicube_pack(l.op.op, &am, &l.pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
-    auto blob = magicube::DeviceBuffer::allocate(magicube_packed_bytes(l.pa.p));
-    auto c = magicube::DeviceBuffer::allocate(size_t(m * n) * 4);
-    ASSERT_TRUE(blob && c);
-    l.blob = std::move(*blob), l.c = std::move(*c);
-    ASSERT_FALSE(bool(l.blob.upload_bytes(magicube_packed_data(l.pa.p), magicube_packed_bytes(l.pa.p))));
-    const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
-    const magicube_dense cd{reinterpret_cast<void *>(l.c.ptr()), MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
-    size_t ws_bytes = 0;
-    ASSERT_EQ(magicube_spmm_workspace_bytes(l.op.op, magicube_packed_get_header(l.pa.p), &bd, n, &cd, &ws_bytes),
-              MAGICUBE_SUCCESS)
-        << magicube_last_error();
-    auto ws = magicube::DeviceBuffer::allocate(std::max<size_t>(ws_bytes, 1));
-    ASSERT_TRUE(bool(ws));
-    l.ws = std::move(*ws);
-  }
-  auto run = [&](Layer &l, CUstream stream) {
-    const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
-    const magicube_dense cd{reinterpret_cast<void *>(l.c.ptr()), MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
-    return magicube_spmm_run(l.op.op, magicube_packed_get_header(l.pa.p), reinterpret_cast<const void *>(l.blob.ptr()),
-                             &bd, n, &cd, nullptr, reinterpret_cast<void *>(l.ws.ptr()), l.ws.bytes(), stream);
-  };
-  auto set_b = [&]() {
-    auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
-    std::vector<uint8_t> bsrc = as_dtype(b, MAGICUBE_INT8);
-    EXPECT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size())));
-    for (Layer &l : layers) EXPECT_FALSE(bool(l.c.memset(0xab)));
-    return b;
-  };
-  auto check = [&](const std::vector<int64_t> &b, const char *what) {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      std::vector<int32_t> c(size_t(m * n));
-      ASSERT_FALSE(bool(layers[i].c.download_bytes(c.data(), c.size() * 4)));
-      const std::vector<int64_t> want = magicube::reference_spmm(layers[i].a, b, n);
-      for (size_t j = 0; j < want.size(); ++j) ASSERT_EQ(c[j], want[j]) << what << ": layer " << i << " at " << j;
+  for (const int64_t k : {int64_t(1024), int64_t(14336)}) {
+    SCOPED_TRACE("K=" + std::to_string(k));
+    std::mt19937_64 rng(21);
+    const std::string spec = with_arch("spmm.s8xs8.v8.i32");
+    const magicube::OpSpec s = magicube::parse_spec(spec);
+    const int64_t m = k > 4096 ? 4096 : 512, n = 16;
+    struct Layer {
+      magicube::VectorSparse a;
+      OpHandle op;
+      PackedHandle pa;
+      magicube::DeviceBuffer blob, c, ws;
+    };
+    std::vector<Layer> layers(2);
+    auto bbuf = magicube::DeviceBuffer::allocate(size_t(k * n));
+    ASSERT_TRUE(bool(bbuf));
+    for (Layer &l : layers) {
+      l.a = magicube::testing::random_vector_sparse(rng, m, k, 8, k / 2, s.lhs);
+      std::vector<int64_t> a64 = magicube::to_dense(l.a);
+      const magicube_matrix am{m, k, MAGICUBE_INT64, a64.data(), nullptr, nullptr, 0};
+      ASSERT_EQ(magicube_op_create(spec.c_str(), &am, n, nullptr, &l.op.op), MAGICUBE_SUCCESS) << magicube_last_error();
+      if (k > 4096 && s.arch >= 90) {  // the cluster plan, on the sparse route
+        int64_t route = -1;
+        ASSERT_EQ(magicube_op_query(l.op.op, MAGICUBE_QUERY_ROUTE, &route), MAGICUBE_SUCCESS);
+        EXPECT_EQ(route, 0);
+        char text[256];
+        ASSERT_EQ(magicube_op_text(l.op.op, MAGICUBE_TEXT_SPEC, text, sizeof text, nullptr), MAGICUBE_SUCCESS);
+        EXPECT_NE(std::string(text).find(".n16dp7168."), std::string::npos) << text;
+      }
+      ASSERT_EQ(magicube_op_load(l.op.op), MAGICUBE_SUCCESS) << magicube_last_error();
+      ASSERT_EQ(magicube_pack(l.op.op, &am, &l.pa.p), MAGICUBE_SUCCESS) << magicube_last_error();
+      auto blob = magicube::DeviceBuffer::allocate(magicube_packed_bytes(l.pa.p));
+      auto c = magicube::DeviceBuffer::allocate(size_t(m * n) * 4);
+      ASSERT_TRUE(blob && c);
+      l.blob = std::move(*blob), l.c = std::move(*c);
+      ASSERT_FALSE(bool(l.blob.upload_bytes(magicube_packed_data(l.pa.p), magicube_packed_bytes(l.pa.p))));
+      const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
+      const magicube_dense cd{reinterpret_cast<void *>(l.c.ptr()), MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
+      size_t ws_bytes = 0;
+      ASSERT_EQ(magicube_spmm_workspace_bytes(l.op.op, magicube_packed_get_header(l.pa.p), &bd, n, &cd, &ws_bytes),
+                MAGICUBE_SUCCESS)
+          << magicube_last_error();
+      auto ws = magicube::DeviceBuffer::allocate(std::max<size_t>(ws_bytes, 1));
+      ASSERT_TRUE(bool(ws));
+      l.ws = std::move(*ws);
     }
-  };
-  CUstream stream = nullptr;
-  ASSERT_EQ(g.stream_create(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  auto b = set_b();
-  for (Layer &l : layers) ASSERT_EQ(run(l, stream), MAGICUBE_SUCCESS) << magicube_last_error();
-  ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
-  check(b, "on the stream");
-  CUgraphExec exec = nullptr;
-  std::string message;
-  const int status = g.capture(
-      stream,
-      [&] {
-        for (Layer &l : layers)
-          if (int st = run(l, stream); st != MAGICUBE_SUCCESS) return st;
-        return int(MAGICUBE_SUCCESS);
-      },
-      &exec, &message);
-  ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
-  ASSERT_TRUE(exec);
-  for (int replay = 0; replay < 2; ++replay) {
-    b = set_b();
-    ASSERT_EQ(g.launch(exec, stream), CUDA_SUCCESS);
+    auto run = [&](Layer &l, CUstream stream) {
+      const magicube_dense bd{reinterpret_cast<void *>(bbuf->ptr()), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR};
+      const magicube_dense cd{reinterpret_cast<void *>(l.c.ptr()), MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
+      return magicube_spmm_run(l.op.op, magicube_packed_get_header(l.pa.p), reinterpret_cast<const void *>(l.blob.ptr()),
+                               &bd, n, &cd, nullptr, reinterpret_cast<void *>(l.ws.ptr()), l.ws.bytes(), stream);
+    };
+    auto set_b = [&]() {
+      auto b = magicube::testing::random_dense(rng, k * n, s.rhs);
+      std::vector<uint8_t> bsrc = as_dtype(b, MAGICUBE_INT8);
+      EXPECT_FALSE(bool(bbuf->upload_bytes(bsrc.data(), bsrc.size())));
+      for (Layer &l : layers) EXPECT_FALSE(bool(l.c.memset(0xab)));
+      return b;
+    };
+    auto check = [&](const std::vector<int64_t> &b, const char *what) {
+      for (size_t i = 0; i < layers.size(); ++i) {
+        std::vector<int32_t> c(size_t(m * n));
+        ASSERT_FALSE(bool(layers[i].c.download_bytes(c.data(), c.size() * 4)));
+        const std::vector<int64_t> want = magicube::reference_spmm(layers[i].a, b, n);
+        for (size_t j = 0; j < want.size(); ++j) ASSERT_EQ(c[j], want[j]) << what << ": layer " << i << " at " << j;
+      }
+    };
+    CUstream stream = nullptr;
+    ASSERT_EQ(g.stream_create(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    auto b = set_b();
+    for (Layer &l : layers) ASSERT_EQ(run(l, stream), MAGICUBE_SUCCESS) << magicube_last_error();
     ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
-    check(b, "graph replay");
+    check(b, "on the stream");
+    CUgraphExec exec = nullptr;
+    std::string message;
+    const int status = g.capture(
+        stream,
+        [&] {
+          for (Layer &l : layers)
+            if (int st = run(l, stream); st != MAGICUBE_SUCCESS) return st;
+          return int(MAGICUBE_SUCCESS);
+        },
+        &exec, &message);
+    ASSERT_EQ(status, MAGICUBE_SUCCESS) << "captured run: " << message;
+    ASSERT_TRUE(exec);
+    for (int replay = 0; replay < 2; ++replay) {
+      b = set_b();
+      ASSERT_EQ(g.launch(exec, stream), CUDA_SUCCESS);
+      ASSERT_EQ(g.stream_synchronize(stream), CUDA_SUCCESS);
+      check(b, "graph replay");
+    }
+    g.exec_destroy(exec);
+    g.stream_destroy(stream);
   }
-  g.exec_destroy(exec);
-  g.stream_destroy(stream);
 }
 
 }  // namespace
