@@ -173,15 +173,18 @@ class SpmmDecode : public KernelGen {
 
   // A row-block's sums are complete in this block (blk: its row-block in C): its epilogue, or in
   // a cluster of two (Launch::panel_cluster) a copy into cbuf, added to the pair's after both passes.
+  // Where register i of accumulator a of the part's row-block `row` sits in cbuf: [row][a][i][lane].
+  std::string cbuf_at(const std::string &row, int a) const {
+    return "((" + row + " * " + S(accs()) + " + " + S(a) + ") * " + S(nc()) + " + i) * 32 + lane";
+  }
   void finish(const std::string &blk) {
     e.decl("const int", "blk", Expr(blk));
-    if (!(p.spec.panel && l.panel_cluster)) return epilogue();
+    if (!l.panel_cluster) return epilogue();
     e.open("if (CN > 1)", "this panel's half: kept in shared memory for the pair's sum");
     int a = 0;
     for_each_accumulator([&](const std::string &acc) {
       e.line("#pragma unroll");
-      e.line("for (int i = 0; i < " + S(nc()) + "; ++i) cbuf[(((blk - rb_lo) * " + S(accs()) + " + " + S(a++) + ") * " + S(nc()) +
-             " + i) * 32 + lane] = " + acc + "[i];");
+      e.line("for (int i = 0; i < " + S(nc()) + "; ++i) cbuf[" + cbuf_at("(blk - rb_lo)", a++) + "] = " + acc + "[i];");
     });
     e.close_open("else");
     epilogue();
@@ -203,7 +206,7 @@ class SpmmDecode : public KernelGen {
       e.declare("j");
       int a = 0;
       for_each_accumulator([&](const std::string &acc) {
-        const std::string at = "((j * " + S(accs()) + " + " + S(a++) + ") * " + S(nc()) + " + i) * 32 + lane";
+        const std::string at = cbuf_at("j", a++);
         e.line("#pragma unroll");
         e.line("for (int i = 0; i < " + S(nc()) + "; ++i) " + acc + "[i] = cbuf[" + at + "] + " +
                call("mc_ld_peer", {Expr("cpeer + 4u * (" + at + ")")}).str() + ";");
@@ -237,7 +240,7 @@ class SpmmDecode : public KernelGen {
     declare_slice_planes();
     const bool panels = p.spec.panel != 0;
     std::optional<Emitter::Scope> pass;
-    const bool cluster = panels && l.panel_cluster;
+    const bool cluster = l.panel_cluster;  // (K panels only: launch.cpp)
     if (cluster) {
       e.comment("---- K in panels of KP rows, the row-blocks in parts, a cluster of CN blocks a part (CN = 2 where");
       e.comment("     K takes two panels, else 1): this cluster's row-blocks [rb_lo, rb_hi) (an equal share); its block");
@@ -253,7 +256,7 @@ class SpmmDecode : public KernelGen {
       e.decl("const int", "rb_hi", Expr("(int)((long long)nblk * (part + 1) / parts)"));
       e.decl("int *", "cbuf",
              Expr("(int *)(smem + max(max(min(K, KP), 8) * " + S(l.slice_bytes_per_k) + ", " + S(l.reduction_smem) + "))"),
-             "past the slice and the partial sums: [row-block - rb_lo][accumulator][register][lane]");
+             "past the slice and the partial sums (Launch::dynamic_smem): [row-block - rb_lo][accumulator][register][lane]");
       pass.emplace(e.scope("for (int pnl = crank; pnl * KP < K; pnl += CN)"));
       e.decl("const int", "pbase", Expr("pnl * nblk"), "this panel's row-blocks in the packed A: pbase + b");
       accumulate_c = "pnl > 0";
