@@ -16,7 +16,7 @@
 namespace magicube {
 
 // Bumped whenever generated code changes meaning: part of every cache key.
-inline constexpr const char *kGeneratorVersion = "magicube-codegen-36";
+inline constexpr const char *kGeneratorVersion = "magicube-codegen-37";
 
 // The generated source of one plan. How it is launched (threads, grid, shared memory, the
 // parameter list) is the plan's: Plan::launch (compiler/launch.h).

@@ -740,14 +740,14 @@ void KernelGen::declare_slice_planes() {
   }
 }
 
-void KernelGen::copy_slice(const std::string &first, const std::string &rows) {
+void KernelGen::copy_slice(const std::string &first, const std::string &rows, const std::string &slice) {
   for (size_t j = 0; j < p.rhs.size(); ++j) {
     const Chunk &c = p.rhs[j];
     const std::string J = std::to_string(j);
     const int U = slice_row(c) / 16;
     auto plane = e.scope("", "plane " + J + ": " + rows + " rows x " + std::to_string(U) +
                                  " units of 16 bytes, stored swizzled and contiguous per slice");
-    Expr src = Expr("b" + J) + cast("long long", Expr("blockIdx.x")) * Expr("K") * slice_row(c);
+    Expr src = Expr("b" + J) + cast("long long", Expr(slice)) * Expr("K") * slice_row(c);
     if (!first.empty()) src = src + cast("long long", Expr(first)) * slice_row(c);
     e.decl("const unsigned char *", "src", src);
     auto loop = e.scope("for (int i = threadIdx.x; i < " + (Expr(rows) * U).str() + "; i += THREADS)");
@@ -771,12 +771,13 @@ void KernelGen::slice_frags_and_mmas(const std::string &D, const std::string &ro
       "ls" + D + "_");
 }
 
-void slice_prologue(Prologue &pr, const Plan &p) {
+void slice_prologue(Prologue &pr, const Plan &p, bool n_base) {
   pr.def("constexpr int", "KS", p.shape.k, "SR-BCRS stride = mma k");
   pr.def("constexpr int", "V", p.spec.v, "rows per block vector");
   pr.def("constexpr int", "BSN", p.spec.bsn, "dense columns per thread block (the slice)");
   pr.def("constexpr int", "THREADS", p.launch.threads);
-  pr.def("const int", "n_base", Expr("blockIdx.x") * Expr::named("BSN", p.spec.bsn), "first dense column of this block's slice");
+  if (n_base)
+    pr.def("const int", "n_base", Expr("blockIdx.x") * Expr::named("BSN", p.spec.bsn), "first dense column of this block's slice");
   pr.def("const int", "warp", Expr("threadIdx.x") >> 5);
   pr.def("const int", "lane", Expr("threadIdx.x") & 31);
   pr.def("const int", "gid", Expr("lane") >> 2, "mma fragment coordinates: group");

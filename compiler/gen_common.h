@@ -41,8 +41,9 @@ struct KernelFrame {
 using LhsSource = std::function<Expr(int li, const Expr &r, const Expr &k0)>;
 
 // The prologue of the resident-B families (spmm-resident, spmm-decode): KS, V, BSN, THREADS,
-// the slice's first column n_base, warp, lane, gid, tig and the row-block count nblk.
-void slice_prologue(Prologue &pr, const Plan &p);
+// the slice's first column n_base (blockIdx.x x BSN; without `n_base` the body declares it),
+// warp, lane, gid, tig and the row-block count nblk.
+void slice_prologue(Prologue &pr, const Plan &p, bool n_base = true);
 
 class KernelGen {
  public:
@@ -118,9 +119,9 @@ class KernelGen {
   static Expr slice_swizzle(const Expr &k, int units);
   // `const int KR` (two or more planes) and sb<j>, each rhs plane's max(K, 8) rows in `smem`.
   void declare_slice_planes();
-  // The block's K x BSn slice of every rhs plane into sb<j> with cp.async (no commit); with
-  // `first` and `rows` (a K panel: one plane) rows first..first + rows - 1 of it.
-  void copy_slice(const std::string &first = "", const std::string &rows = "K");
+  // The block's K x BSn slice (slice `slice` of B) of every rhs plane into sb<j> with cp.async
+  // (no commit); with `first` and `rows` (a K panel: one plane) rows first..first + rows - 1 of it.
+  void copy_slice(const std::string &first = "", const std::string &rows = "K", const std::string &slice = "blockIdx.x");
   // The stride's B fragments gathered from the slice with ldmatrix, and the mmas with lhs
   // fragments ls<D>_*: the lane's row is `row_of` (ci<D>'s column; pads read row lane % 8, A's zeros).
   void slice_frags_and_mmas(const std::string &D, const std::string &row_of);

@@ -239,7 +239,7 @@ class SpmmDecode : public KernelGen {
     }
     declare_slice_planes();
     const bool panels = p.spec.panel != 0;
-    std::optional<Emitter::Scope> pass;
+    std::optional<Emitter::Scope> pass, seg;
     const bool cluster = l.panel_cluster;  // (K panels only: launch.cpp)
     if (cluster) {
       e.comment("---- K in panels of KP rows, the row-blocks in parts, a cluster of CN blocks a part (CN = 2 where");
@@ -280,7 +280,7 @@ class SpmmDecode : public KernelGen {
       e.decl("const int", "be", Expr("__ldg(panel_first + pbase + rb_hi)"));
       e.comment("---- this panel's rows of the block's slice of B into shared memory (they land while A's first strides load) ----");
       copy_slice("pnl * KP", "min(K - pnl * KP, KP)");
-    } else {
+    } else if (!l.slice_shares) {
       e.comment("---- this block's run of strides [bs, be): T / gridDim.y of them, moved on to row-block starts");
       e.comment("     (two independent loads, first: no row-block is shared between blocks; T x y / gridDim.y");
       e.comment("     in 32 bits: tq x y + tr x y / gridDim.y, tr x y < 2^32) ----");
@@ -290,6 +290,49 @@ class SpmmDecode : public KernelGen {
       e.decl("const int", "be", Expr("__ldg(stride_next + (int)(tq * (blockIdx.y + 1) + tr * (blockIdx.y + 1) / gridDim.y))"));
       e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
       copy_slice();
+    } else {
+      e.comment("---- this block's share of all slices' strides: slice s's stride t is s x T + t of W = S x T");
+      e.comment("     (S slices), and block b of G takes [b x W / G, (b + 1) x W / G), one segment a slice it");
+      e.comment("     touches, each moved on to row-block starts (stride_next). A grid of (S, P) gives slice x");
+      e.comment("     a P-th of its strides, one segment; a grid of (1, G) may give a block the end of one slice");
+      e.comment("     and the start of the next (runtime/kernel.h: decode_grid) ----");
+      e.decl("const unsigned", "G", Expr("gridDim.x * gridDim.y"));
+      e.decl("const unsigned", "bid", Expr("blockIdx.x * gridDim.y + blockIdx.y"));
+      e.decl("const unsigned", "S", Expr("(unsigned)(N + BSN - 1) / BSN"), "slices");
+      // Only the slice stays live through the ring: the share's end is read from shared memory after
+      // each segment's barrier (held in registers through the loop it cost n48dw20 a tenth more
+      // instructions there and 5-7 % at N = 512-2048: bench/NOTES.md, Session 31).
+      e.decl_only("__shared__ unsigned long long", "share_end", "the share's end (thread 0's copy, read after a barrier)");
+      e.decl_only("int", "sl", "the segment's slice");
+      e.decl_only("int", "t0", "the segment's first stride in it (0 past the first segment)");
+      e.decl_only("unsigned long long", "end", "the share's end");
+      {
+        auto narrow = e.scope("if ((((unsigned long long)(unsigned)T * S) >> 32) == 0 && G < 65536u)",
+                              "in 32 bits (r x (b + 1) < G^2 < 2^32): the common case");
+        e.decl("const unsigned", "w", Expr("(unsigned)T * S"));
+        e.decl("const unsigned", "q", Expr("w / G"));
+        e.decl("const unsigned", "r", Expr("w % G"));
+        e.decl("const unsigned", "g0", Expr("q * bid + r * bid / G"));
+        e.line("end = q * (bid + 1) + r * (bid + 1) / G;");
+        e.line("sl = (int)(g0 / (unsigned)T), t0 = (int)(g0 % (unsigned)T);");
+        e.close_open("else");
+        e.decl("const unsigned long long", "w", Expr("(unsigned long long)(unsigned)T * S"));
+        e.decl("const unsigned long long", "q", Expr("w / G"));
+        e.decl("const unsigned long long", "r", Expr("w % G"));
+        e.decl("const unsigned long long", "g0", Expr("q * bid + r * bid / G"));
+        e.line("end = q * (bid + 1) + r * (bid + 1) / G;");
+        e.line("sl = (int)(g0 / (unsigned)T), t0 = (int)(g0 % (unsigned)T);");
+      }
+      e.line("if (threadIdx.x == 0) share_end = end;");
+      seg.emplace(e.scope("for (;;)", "a segment: the share's strides in one slice"));
+      e.decl("const unsigned long long", "s0", Expr("(unsigned long long)sl * (unsigned)T"));
+      e.decl("const int", "t1", Expr("(int)min(end - s0, (unsigned long long)(unsigned)T)"), "the segment's end in its slice");
+      e.decl("const int", "n_base", Expr("sl * BSN"), "first dense column of the segment's slice");
+      e.comment("---- the segment's run of strides [bs, be) (two independent loads, first) ----");
+      e.decl("const int", "bs", Expr("__ldg(stride_next + t0)"));
+      e.decl("const int", "be", Expr("__ldg(stride_next + t1)"));
+      e.comment("---- the segment's slice of B into shared memory (it lands while A's first strides load) ----");
+      copy_slice("", "K", "sl");
     }
     commit();
     e.comment("---- this warp's piece [cw, cw1): an equal share of the run (row-blocks may be cut between warps) ----");
@@ -400,7 +443,13 @@ class SpmmDecode : public KernelGen {
       finish(panels ? "open_rb - pbase" : "open_rb");
     }
     if (cluster) pair_sums();
-    if (panels) e.line("__syncthreads();", "the partial sums are read and C written: the next panel may overwrite the slice");
+    if (panels || l.slice_shares)
+      e.line("__syncthreads();", std::string("the partial sums are read and C written: the next ") +
+                                     (panels ? "panel" : "segment") + " may overwrite the slice");
+    if (l.slice_shares) {
+      e.line("end = share_end, ++sl, t0 = 0;", "the next segment: the next slice from its first stride");
+      e.line("if ((unsigned long long)sl * (unsigned)T >= end) break;");
+    }
   }
 };
 
@@ -430,7 +479,7 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
   };
   f.min_blocks = 1;
   Prologue &pr = f.prologue;
-  slice_prologue(pr, p);
+  slice_prologue(pr, p, !p.launch.slice_shares);
   if (p.spec.panel) {
     pr.def("constexpr int", "KP", p.spec.panel, "B's rows a pass holds (a K panel)");
     f.doc.push_back("K in panels of KP rows: A is packed panel by panel (panel q's row-block b is row-block");
@@ -445,6 +494,12 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
       f.doc.push_back("two halves of every other row-block, the other's through distributed shared memory, and");
       f.doc.push_back("writes C. Without clusters: a cluster of one, as above.");
     }
+  }
+  if (p.launch.slice_shares) {
+    f.doc.push_back("Shares of all slices (spec n..s): block b of G = gridDim.x x gridDim.y takes an equal share");
+    f.doc.push_back("of all slices' strides, slice after slice, one segment a slice it touches, copying that");
+    f.doc.push_back("slice first: a grid of (slices, parts) gives each block one slice's part, a grid of");
+    f.doc.push_back("(1, SMs) one wave where whole waves would leave SMs idle (runtime/kernel.h: decode_grid).");
   }
   g.body();
   return assemble(p, f, g);

@@ -106,6 +106,9 @@ llvm::Error validate(const OpSpec &s) {
     return err("warps: only a decode kernel takes a warp count (write n" + llvm::Twine(s.bsn) + "dw" + llvm::Twine(s.warps) + ")");
   if (s.warps != 0 && s.warps != 8 && s.warps != 16 && s.warps != 20 && s.warps != 24 && s.warps != 32)
     return err("warps: " + llvm::Twine(s.warps) + " warps a block is not allowed (allowed: 8, 16, 20, 24, 32; 0 = the plan's choice)");
+  if (s.shares && (!s.decode || s.panel != 0))
+    return err("shares: only a decode kernel without K panels takes shares of all slices (write n" + llvm::Twine(s.bsn) +
+               "ds or n" + llvm::Twine(s.bsn) + "dw<warps>s)");
   if (s.panel != 0 && is_float(s.out))
     return err("panel: a decode kernel in K panels adds each pass into C, which needs an integer output (out is " +
                llvm::Twine(out_name(s.out)) + "; allowed: i32, i64)");
@@ -148,7 +151,7 @@ llvm::Error validate(const OpSpec &s) {
 std::string tile_text(const OpSpec &s) {
   return "n" + std::to_string(s.bsn) + (s.split > 1 ? "k" + std::to_string(s.split) : std::string()) +
          (s.decode ? "d" : s.resident ? "r" : "") + (s.warps ? "w" + std::to_string(s.warps) : std::string()) +
-         (s.panel ? "p" + std::to_string(s.panel) : std::string());
+         (s.panel ? "p" + std::to_string(s.panel) : std::string()) + (s.shares ? "s" : "");
 }
 
 std::string to_string(const OpSpec &s) {
@@ -193,6 +196,8 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
   if (!f[2].consume_front("v") || f[2].getAsInteger(10, n)) return err("v: " + quoted(f[2]) + " must be v<V>, e.g. v8");
   s.v = int(n);
   llvm::StringRef nf = f[3].empty() ? llvm::StringRef("n64") : f[3];
+  // n<BSn>d[w<warps>]s: shares of all slices
+  if (nf.find('d') != llvm::StringRef::npos && nf.consume_back("s")) s.shares = true;
   // n<BSn>d[w<warps>][p<rows>]: the panel last, the warp count before it
   if (size_t ppos = nf.rfind('p'); ppos != llvm::StringRef::npos && nf.find('d') != llvm::StringRef::npos) {
     unsigned rows = 0;
@@ -250,10 +255,10 @@ llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text) {
 }
 
 llvm::json::Value to_json(const OpSpec &s) {
-  static_assert(field_count<OpSpec>() == 18,
+  static_assert(field_count<OpSpec>() == 19,
                 "an OpSpec field was added: write and read it here, and in to_string / parse_opspec if it is part of the kernel");
   return llvm::json::Object{{"op", op_name(s.op)},     {"lhs", s.lhs.str()},       {"rhs", s.rhs.str()},
-                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode}, {"panel", s.panel}, {"warps", s.warps},
+                            {"v", s.v},                {"bsn", s.bsn},             {"prefetch", s.prefetch}, {"stages", s.stages}, {"split", s.split}, {"resident", s.resident}, {"decode", s.decode}, {"panel", s.panel}, {"warps", s.warps}, {"shares", s.shares},
                             {"out", out_name(s.out)},  {"scale", scale_name(s.scale)},
                             {"bias", bias_name(s.bias)}, {"c_col", s.c_col}, {"arch", arch_name(s.arch)}, {"pinned", int(s.pinned)}};
 }
@@ -305,6 +310,7 @@ llvm::Expected<OpSpec> opspec_from_json(const llvm::json::Value &v) {
     if (*w < 0 || *w > 32) return need("warps");
     s.warps = int(*w);
   }
+  if (auto sh = o->getBoolean("shares")) s.shares = *sh;
   if (auto cc = o->getBoolean("c_col")) s.c_col = *cc;
   if (auto pn = o->getInteger("pinned")) {
     if (*pn < 0 || *pn > kPinAll) return need("pinned");

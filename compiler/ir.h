@@ -1,7 +1,7 @@
 // The IR: one value type, OpSpec, that describes one quantized sparse op.
 //
 // Text form (canonical; parse(print(x)) == x):
-//   <op>.<lhs>x<rhs>.v<V>[.n<BSn>[k2|r|d[w<warps>][p<rows>]]][.<pf|pf2|pf3|pf4|nopf>].<out>[+t|+rc][+rowbias|+colbias].<arch>
+//   <op>.<lhs>x<rhs>.v<V>[.n<BSn>[k2|r|d[w<warps>][p<rows>|s]]][.<pf|pf2|pf3|pf4|nopf>].<out>[+t|+rc][+rowbias|+colbias].<arch>
 //   (a missing tile or prefetch field leaves those knobs to the dispatch: OpSpec::pinned)
 //   e.g. spmm.s8xu4.v8.n64.pf.i32.sm_90, spmm.s8xs8.v8.n128.pf3.i32.sm_90,
 //        sddmm.s8xs8.v8.n64.nopf.f16+rc.sm_90
@@ -78,6 +78,11 @@ struct OpSpec {
                               // or 8 for more than four accumulator tiles). More warps, fewer
                               // registers each: 20 hold three tiles, 24 two, 32 one (text: n16dw32;
                               // the dispatch asks 20 and 32 past N = 64). Pinned with the tile
+  bool shares = false;        // decode without K panels: the kernel may also run one block an SM, each
+                              // taking an equal share of all slices' strides, slice after slice (a
+                              // grid of (1, SMs): runtime/kernel.h, decode_grid); the dispatch asks it
+                              // where whole waves would leave SMs idle (text: n48dw20s). Pinned with
+                              // the tile
   // The kernel knobs (bsn, prefetch + stages, split, resident) the caller fixed, as kPin*
   // bits; the dispatch (runtime/dispatch.h) chooses the others for the matrix and the GPU.
   // The text form omits an unpinned tile field (n..) or prefetch field (pf..):
@@ -106,7 +111,7 @@ llvm::Error validate(const OpSpec &spec);
 inline bool resident_only_bsn(int bsn) { return bsn == 16 || bsn == 48 || bsn == 96; }
 
 std::string to_string(const OpSpec &spec);                  // canonical text form
-// The tile field of the text form, also the kernel name's: n<BSn>[k<split>][d|r][w<warps>][p<rows>].
+// The tile field of the text form, also the kernel name's: n<BSn>[k<split>][d|r][w<warps>][p<rows>|s].
 std::string tile_text(const OpSpec &spec);
 llvm::Expected<OpSpec> parse_opspec(llvm::StringRef text);  // inverse of to_string, validated
 llvm::json::Value to_json(const OpSpec &spec);

@@ -265,6 +265,7 @@ std::string plan_launch(Plan &p) {
       // Two panels in a cluster of two blocks (sm_90): where it was measured to pay, one 16-column
       // tile at 16 warps (the policy asks it at N <= 16 for K >= 12288; bench/NOTES.md, Session 30).
       l.panel_cluster = s.panel && s.arch >= 90 && l.warps_per_group <= 16 && l.tiles == 1;
+      l.slice_shares = s.shares;
       if (s.panel && p.rhs.size() != 1)
         why = "panel: a decode kernel in K panels takes one rhs plane (" + to_string(s) + " has " + S(long(p.rhs.size())) + ")";
       break;
@@ -363,6 +364,7 @@ std::string Launch::str() const {
   if (pdl) o += ", programmatic dependent launch";
   if (a_skip_l1) o += ", A's loads skip L1";
   if (panel_cluster) o += ", where K takes two panels a cluster of two blocks (one a panel)";
+  if (slice_shares) o += ", or one block an SM taking a share of every slice's strides";
   if (language == KernelLanguage::Ptx) o += ", written in PTX";
   o += ", " + S(static_smem) + " B static smem";
   if (slice_bytes_per_k)

@@ -89,6 +89,13 @@ struct Launch {
   // the slice a block copies), keeping its sums in shared memory until the pair adds them after
   // both passes; launched without clusters it makes one pass a panel, each adding into C.
   bool panel_cluster = false;
+  // Decode without K panels (spec.shares): block b of G takes [b x W / G, (b + 1) x W / G) of the
+  // W = slices x T strides, slice after slice, copying each slice it touches, so a grid of
+  // (1, SMs) runs one wave where whole waves of (slice, part) blocks would leave SMs idle; a
+  // grid of (slices, parts) runs as without. Without it the kernel keeps only the slice of
+  // blockIdx.x live through its loop (the shares' state cost 1-4 % where they are not used:
+  // bench/NOTES.md, Session 31).
+  bool slice_shares = false;
   KernelLanguage language = KernelLanguage::Cuda;
   std::vector<KernelParam> params;  // in order
 

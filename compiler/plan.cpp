@@ -116,12 +116,12 @@ uint64_t fingerprint(const Plan &p) {
   // Every field of the spec and of the plan's own structs is hashed, except what follows from
   // them (Plan: mma_rate, max_exact_k, max_term_k, the costs, the launch but its language;
   // Term: mma). A field added anywhere here fails these until it is hashed or named derived.
-  static_assert(field_count<OpSpec>() == 18 && field_count<ElemType>() == 2, "an OpSpec field was added: hash it here");
+  static_assert(field_count<OpSpec>() == 19 && field_count<ElemType>() == 2, "an OpSpec field was added: hash it here");
   static_assert(field_count<Plan>() == 21 && field_count<MmaShape>() == 3 && field_count<Chunk>() == 4 &&
                     field_count<StackGroup>() == 2 && field_count<Term>() == 6 && field_count<ExchangeStep>() == 2,
                 "a Plan field was added: hash it here, or say it follows from the others");
   f.append({int64_t(s.op), s.lhs.bits, s.lhs.is_signed, s.rhs.bits, s.rhs.is_signed, s.v, s.bsn, s.prefetch,
-            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.panel, s.warps, s.pinned, s.c_col});
+            int64_t(s.out), s.arch, int64_t(s.scale), int64_t(s.bias), s.stages, s.split, s.resident, s.decode, s.panel, s.warps, s.pinned, s.c_col, s.shares});
   f.append({p.native_bits, p.shape.m, p.shape.n, p.shape.k, int64_t(p.orient)});
   for (const auto *cs : {&p.lhs, &p.rhs}) {
     f.push_back(int64_t(cs->size()));

@@ -316,6 +316,10 @@ Dim3 resident_grid(const Launch &l, int64_t n, int64_t row_blocks, size_t smem, 
   return Dim3{unsigned(slices), unsigned(parts), 1};
 }
 
+namespace {
+constexpr double kDecodeRunLoads = 10;  // a block's run (or a segment of it): its fixed cost in slice loads
+}  // namespace
+
 Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides, int64_t k, int sm_count,
                  unsigned cluster) {
   const int64_t slices = std::max<int64_t>(1, l.grid_x(n)), sms = std::max(1, sm_count);
@@ -344,7 +348,35 @@ Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides
   }
   // A cluster's blocks share a part: whole clusters (each one more part of the row-blocks).
   if (cn > 1) best = std::max(cn, best / cn * cn);
+  // With shares (Launch::slice_shares) a block may also take a G-th of all slices' strides, slice after slice,
+  // copying each slice it touches (a grid of (1, G)): one wave of every SM, no idle part of a
+  // last wave, and a copy only where a block starts a slice (N = 8192 at BSn=48 takes 171 slices:
+  // 1.3 each on 132 SMs, 2-3 copies a block, against 4 waves of 3 parts a slice, a copy each).
+  // Compared with a run's whole fixed cost, about ten slice loads (its copy, the ring's drain and
+  // refill, the cut sums, the barrier; H100, bench/NOTES.md Session 31: a second segment made
+  // 4096x14336 N=2048 at 16 columns 2.5 % slower where 128 of 132 SMs had one slice each, and
+  // shares took 5-17 % off N=8192), for every wave of the whole-wave grid and every segment.
+  if (slices > 1 && l.slice_shares) {
+    const int64_t g = sms;
+    const double run = kDecodeRunLoads * load;
+    const double waves = double((slices * best + sms - 1) / sms);
+    if (double(decode_segments(slices, g)) * run + work * double(slices) / double(g) <
+        best_cost + waves * (run - load) - 1e-9 * best_cost)
+      return Dim3{1, unsigned(g), 1};
+  }
   return Dim3{unsigned(slices), unsigned(best), 1};
+}
+
+int64_t decode_segments(int64_t slices, int64_t blocks) {
+  // Block b's share is [b x S / G, (b + 1) x S / G) in slices: it touches every slice from the
+  // floor of its start to the ceiling of its end (the strides' rounding moves the ends by less
+  // than a stride; counted here in whole slices).
+  int64_t most = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t lo = b * slices / blocks, hi = ((b + 1) * slices + blocks - 1) / blocks;
+    most = std::max(most, hi - lo);
+  }
+  return most;
 }
 
 llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,

@@ -61,7 +61,7 @@ constexpr int64_t kClusterPanelsMinK = 12288;
 // every N of 128-8192 where a 32-column slice fits K (4096x4096 s=0.9 N=8192: 0.279 -> 0.208
 // ms; s=0.7 N=512 0.054 -> 0.036; 14336x4096 s=0.9 N=8192 0.93 -> 0.60); for 4096x11008 only
 // 16 columns fit, which won at N=128 and lost 5 % at N=512-2048: the ring kernel keeps those.
-std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignature &sig) {
+std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignature &sig, int sm_count) {
   auto pinned = [&](uint8_t bit) { return (base.pinned & bit) != 0; };
   const bool forced = pinned(kPinResident) && base.decode;
   const bool wide_n = sig.n > 64;
@@ -168,6 +168,21 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
     }
   }
   const int64_t slices = ceil_div(std::max<int64_t>(sig.n, 1), d.bsn);
+  // Shares of all slices (Launch::slice_shares) where the grid takes them: whole waves of
+  // (slice, part) blocks would leave SMs idle or copy slices more often (N = 8192 at 48 columns:
+  // 171 slices, 4 waves of 3 parts a slice against one block an SM taking 1.3 slices). On the
+  // H100 (bench/NOTES.md, Session 31; s=0.9, N=8192) 4096x4096 168 -> 141 us, 6144x4096 224 ->
+  // 196, 11008x4096 361 -> 333, 14336x4096 456 -> 429, 4096x14336 (16 columns) 574 -> 534. Only
+  // there: the shares' state in the loop cost 1-4 % where the grid keeps whole waves.
+  bool shares = false;
+  if (slices > 1 && !d.panel) {
+    OpSpec t = d;
+    t.shares = true;
+    if (auto p = builds(t)) {
+      const int64_t strides = int64_t(std::ceil(double(sig.blocks) * std::max(1.0, sig.mean / 32)));
+      if (decode_grid(p->launch, sig.n, sig.blocks, strides, sig.k, std::max(1, sm_count)).x == 1) d = t, shares = true;
+    }
+  }
   const std::string kib = fmt::format("{:.0f} KiB", double(best_smem) / 1024);
   std::string why =
       slices == 1 ? fmt::format("decode: N={} in one {}-column tile, B resident ({}), strides split over warps", sig.n,
@@ -177,6 +192,7 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
   if (d.panel)
     why += fmt::format(", K in {} panels of {} rows", ceil_div(sig.k, d.panel), d.panel);
   if (auto p = planned(d); p && p->launch.cluster_blocks(sig.k) > 1) why += " (a cluster of two blocks, one a panel)";
+  if (shares) why += fmt::format(", one block an SM taking a share of every slice ({} SMs)", sm_count);
   return PolicyChoice{d, why};
 }
 
@@ -198,7 +214,7 @@ PolicyChoice policy_spec(const OpSpec &base, const MatrixSignature *sig, const D
   // 0. Decode: N <= 64 whole (BSn = N rounded up to 16) in one block, B resident, each
   //    block's strides split over its warps: bound by A's bytes, not by the grid; past 64 in
   //    slices of 32-64 columns where they fit (decode_choice).
-  if (auto d = decode_choice(base, *sig)) return *d;
+  if (auto d = decode_choice(base, *sig, dev.sm_count)) return *d;
   const int64_t sms = std::max(1, dev.sm_count);
   const int64_t blocks = sig->blocks, n = sig->n, k = sig->k;
   const double strides = sig->mean / 32;  // mean strides per row-block
@@ -442,7 +458,9 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
     const int64_t strides = int64_t(std::ceil(double(sig.blocks) * std::max(1.0, strides_per_rb)));
     const Dim3 g = decode_grid(plan.launch, sig.n, sig.blocks, strides, sig.k, std::max(1, dev.sm_count));
     const double waves = std::ceil(double(g.x) * g.y / std::max(1, dev.sm_count));
-    slice_us = slice_us * waves + kDecodeWaveUs * (waves - 1);
+    // a grid of (1, G): one wave, a block's segments each copying a slice (decode_grid)
+    const double passes = g.x == 1 ? double(decode_segments(int64_t(slices), g.y)) : waves;
+    slice_us = slice_us * passes + kDecodeWaveUs * (passes - 1);
   }
   const double launch = decode ? kDecodeLaunchUs + slice_us : kSparseLaunchUs;
   const bool resident = plan.launch.family == KernelFamily::SpmmResident;

@@ -799,6 +799,18 @@ TEST(Policy, DecodeKernelForSmallN) {
   EXPECT_EQ(c.why, "decode: N=2048 in 128 slices of 16 columns, B resident (172 KiB a block), strides split over 32 warps");
   g = sig_of(4096, 14336, 512, 0.9);
   EXPECT_EQ(to_string(policy_spec(base, &g, dev).spec), "spmm.s8xs8.v8.n16dw32.pf.i32.sm_90");
+  // Shares of all slices (spec n..s) where whole waves would leave SMs idle: N=8192 (171 slices
+  // of 48 columns at K=4096, 512 of 16 at K=14336), not N=2048 (43 slices in 3 parts: 129 of 132
+  // SMs; 128 slices of 16 at K=14336: a second copy costs more than 4 SMs give).
+  for (auto [k, n, want] : {std::tuple<int64_t, int64_t, const char *>{4096, 8192, "spmm.s8xs8.v8.n48dw20s.pf.i32.sm_90"},
+                            {4096, 2048, "spmm.s8xs8.v8.n48dw20.pf.i32.sm_90"},
+                            {14336, 8192, "spmm.s8xs8.v8.n16dw32s.pf.i32.sm_90"},
+                            {14336, 2048, "spmm.s8xs8.v8.n16dw32.pf.i32.sm_90"}}) {
+    g = sig_of(4096, k, n, 0.9);
+    c = policy_spec(base, &g, dev);
+    EXPECT_EQ(to_string(c.spec), want) << k << " " << n << ": " << c.why;
+    EXPECT_EQ(c.why.find("one block an SM taking a share of every slice (132 SMs)") != std::string::npos, c.spec.shares) << c.why;
+  }
   // A float output there (no K panels for it): the same slices, where the ring kernel ran 1.3-2.0x
   // slower (session 28); the route model keeps them sparse. At s=0.7 still the ring kernel.
   OpSpec bf = base;
@@ -806,7 +818,10 @@ TEST(Policy, DecodeKernelForSmallN) {
   for (auto [k, n] : {std::pair<int64_t, int64_t>{11008, 128}, {11008, 2048}, {14336, 512}, {14336, 8192}}) {
     g = sig_of(4096, k, n, 0.9);
     c = policy_spec(bf, &g, dev);
-    EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n16dw32.pf.bf16+rc+rowbias+ccol.sm_90") << k << " " << n << ": " << c.why;
+    // (N=8192: 512 slices, one block an SM taking a share of every slice: spec n16dw32s)
+    EXPECT_EQ(to_string(c.spec), n == 8192 ? "spmm.s8xs8.v8.n16dw32s.pf.bf16+rc+rowbias+ccol.sm_90"
+                                           : "spmm.s8xs8.v8.n16dw32.pf.bf16+rc+rowbias+ccol.sm_90")
+        << k << " " << n << ": " << c.why;
     auto pf = plan(c.spec);
     ASSERT_TRUE(bool(pf));
     EXPECT_EQ(route_by_model(estimate_routes(*pf, g, dev)), Route::Sparse) << k << " " << n;

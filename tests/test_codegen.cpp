@@ -631,19 +631,41 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   g = decode_grid(l, 40, 512, 32768, 4096, 132);
   EXPECT_EQ(g.x, 3u);
   EXPECT_EQ(g.y, 44u);
-  // Many slices: whole waves. 171 slices (N=8192) in one part each would leave a second wave
-  // of 39 blocks; three parts each fill four waves (513 of 528 blocks).
+  // Many slices: 171 (N=8192) in one part each would leave a second wave of 39 blocks, three
+  // parts each four waves (513 of 528 blocks); one block an SM taking a 132nd of all slices'
+  // strides (1.3 slices, 3 copies at most) finishes sooner, where the kernel takes shares.
+  EXPECT_EQ(decode_grid(l, 171 * 16, 512, 6554, 4096, 132).x, 171u) << "a kernel without shares: whole waves";
+  EXPECT_EQ(decode_grid(l, 171 * 16, 512, 6554, 4096, 132).y, 3u);
+  {
+  Launch ls = l;
+  ls.slice_shares = true;
+  const Launch &l = ls;
+  EXPECT_EQ(decode_segments(171, 132), 3);
+  EXPECT_EQ(decode_segments(264, 132), 2);
+  EXPECT_EQ(decode_segments(1, 132), 1);
+  EXPECT_EQ(decode_segments(43, 132), 2) << "a third of a slice may still straddle two";
   g = decode_grid(l, 171 * 16, 512, 6554, 4096, 132);
-  EXPECT_EQ(g.x, 171u);
-  EXPECT_EQ(g.y, 3u);
-  // 264 slices fill two waves exactly: one part each.
+  EXPECT_EQ(g.x, 1u);
+  EXPECT_EQ(g.y, 132u);
+  // 264 slices fill two waves exactly: one part each (shares would copy as often, two a block).
   g = decode_grid(l, 264 * 16, 512, 6554, 4096, 132);
+  EXPECT_EQ(g.x, 264u);
   EXPECT_EQ(g.y, 1u);
+  // 43 slices of 48 columns (N=2048, n48dw20) in 3 parts fill 129 of 132 SMs with a copy each:
+  // shares (two copies for some) lose.
+  Launch l48 = l;
+  l48.block_cols = 48, l48.slice_bytes_per_k = 48;
+  g = decode_grid(l48, 43 * 48, 512, 6554, 4096, 132);
+  EXPECT_EQ(g.x, 43u);
+  EXPECT_EQ(g.y, 3u);
+  EXPECT_EQ(decode_grid(l48, 171 * 48, 512, 6554, 4096, 132).x, 1u) << "N=8192 there: shares";
   // A slice load dearer than a part's strides (few strides, long K): fewer, longer blocks.
   EXPECT_EQ(decode_grid(l, 171 * 16, 512, 20, 14336, 132).y, 1u);
   // The launch path tries only the most parts each wave count holds: the same choice as
-  // trying every part count (same cost; the fewest parts among equals).
+  // trying every part count (same cost; the fewest parts among equals), or shares where they
+  // cost less than that.
   std::mt19937_64 rng(3);
+  int shares = 0;
   for (int t = 0; t < 3000; ++t) {
     const int64_t n = 1 + int64_t(rng() % 20000), rbs = 1 + int64_t(rng() % 3000), strides = 1 + int64_t(rng() % 200000);
     const int64_t k = 1 + int64_t(rng() % 16000);
@@ -654,11 +676,28 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
     int64_t want = 1;
     for (int64_t p = 2; p <= max_parts; ++p)
       if (cost(p) < cost(want) * (1 - 1e-9)) want = p;
+    // Shares against whole waves, each run (a segment, a wave's block) ten loads (decode_grid)
+    const double share_cost = double(decode_segments(slices, sms)) * 10 * load + double(strides) * double(slices) / sms;
+    const double waves = double((slices * want + sms - 1) / sms);
     const Dim3 got = decode_grid(l, n, rbs, strides, k, sms);
+    if (slices > 1 && share_cost < cost(want) + waves * 9 * load - 1e-9 * cost(want)) {
+      ++shares;
+      ASSERT_EQ(got.x, 1u) << "N=" << n << " row-blocks=" << rbs << " strides=" << strides << " K=" << k << " SMs=" << sms;
+      ASSERT_EQ(got.y, unsigned(sms));
+      continue;
+    }
     ASSERT_EQ(got.x, unsigned(slices));
     ASSERT_NEAR(cost(int64_t(got.y)), cost(want), 1e-6 * cost(want))
         << "N=" << n << " row-blocks=" << rbs << " strides=" << strides << " K=" << k << " SMs=" << sms << ": "
         << got.y << " parts against " << want;
+  }
+  EXPECT_GT(shares, 100) << "the draw reaches both forms";
+  // The GPU test's shapes (tests/gpu/test_spmm_gpu.cpp, DecodeKernelSharesSlicesAcrossBlocks) at
+  // one stride a row-block: shares.
+  for (const auto &[bsn_slices, m] : {std::pair<int64_t, int64_t>{139, 1000}, {397, 96}}) {
+    const int64_t n = (bsn_slices - 1) * 16 + 5, rbs = (m + 7) / 8;
+    EXPECT_EQ(decode_grid(l, n, rbs, rbs, 256, 132).x, 1u) << "slices " << bsn_slices << " M=" << m;
+  }
   }
   auto ks = generate(*p);
   ASSERT_TRUE(bool(ks)) << llvm::toString(ks.takeError());
@@ -670,6 +709,7 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   const size_t bs_at = src.find("const int bs = __ldg(stride_next + (int)(tq * blockIdx.y + tr * blockIdx.y / gridDim.y));");
   EXPECT_NE(bs_at, std::string::npos) << "a block's run: two independent loads, in 32-bit arithmetic (no 64-bit division)";
   EXPECT_EQ(src.find("(long long)T *"), std::string::npos);
+  EXPECT_EQ(src.find("share_end"), std::string::npos) << "no shares without spec.shares";
   // Issue order: the run's bounds, the slice's copy, the ring's first loads, then the wait
   // for the slice behind a branch (ptxas hoisted a plain wait above the loads).
   const size_t copy_at = src.find("cp.async.ca.shared.global"), ring_at = src.find("ci7 = mc_ld_stream16(pci + 7 * KS);"),
@@ -705,6 +745,31 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
   EXPECT_EQ(src.find("red.global."), std::string::npos);
   EXPECT_EQ(src.find("red.shared."), std::string::npos);
   EXPECT_EQ(src.find("gridDim.x"), std::string::npos);
+  // Shares of all slices (spec n..s): a segment a slice; the share in 32-bit arithmetic where
+  // it fits; only the slice kept through the loop, the share's end read from shared memory.
+  {
+    OpSpec sh = s;
+    sh.shares = true;
+    auto ps = plan(sh);
+    ASSERT_TRUE(bool(ps)) << llvm::toString(ps.takeError());
+    EXPECT_TRUE(ps->launch.slice_shares);
+    EXPECT_FALSE(l.slice_shares);
+    auto kss = generate(*ps);
+    ASSERT_TRUE(bool(kss)) << llvm::toString(kss.takeError());
+    EXPECT_EQ(kss->name, "magicube_spmm_s8s8_v8_n16ds_pf_sm90");
+    const std::string &ss = kss->source;
+    const size_t narrow_at = ss.find("if ((((unsigned long long)(unsigned)T * S) >> 32) == 0 && G < 65536u) {");
+    EXPECT_NE(narrow_at, std::string::npos) << "the share in 32-bit arithmetic where it fits (no 64-bit division)";
+    EXPECT_NE(ss.find("    const unsigned g0 = q * bid + r * bid / G;\n", narrow_at), std::string::npos);
+    EXPECT_NE(ss.find("const unsigned bid = blockIdx.x * gridDim.y + blockIdx.y;"), std::string::npos)
+        << "one share per block of either grid form";
+    const size_t sbs = ss.find("const int bs = __ldg(stride_next + t0);"), scopy = ss.find("const unsigned char *src = b0 + (long long)sl * K * 16;");
+    EXPECT_NE(sbs, std::string::npos);
+    EXPECT_LT(sbs, scopy) << "the segment's bounds, then its slice";
+    EXPECT_NE(ss.find("end = share_end, ++sl, t0 = 0;"), std::string::npos) << "the next segment: the next slice";
+    EXPECT_NE(ss.find("const int n_base = sl * BSN;"), std::string::npos);
+    EXPECT_EQ(ss.find("const int n_base = blockIdx.x"), std::string::npos);
+  }
   // Wider tiles: more accumulator tiles, a shallower ring; 16 warps unless the spec asks.
   for (auto [bsn, depth, warps] : {std::tuple{32, 10, 16}, {48, 10, 16}, {64, 8, 16}}) {
     OpSpec w = s;

@@ -35,6 +35,7 @@ const Golden kGoldens[] = {
     {"spmm_decode_s8s8_v8_n48dp4800_sm90", "spmm.s8xs8.v8.n48dp4800.pf.i32.sm_90", 0},  // K in panels, adds into C
     // the dispatch's long-K kernel at s=0.9: 16-column slices of all K, 32 warps of 64 registers, ring 8
     {"spmm_decode_s8s8_v8_n16dw32_sm90", "spmm.s8xs8.v8.n16dw32.pf.i32.sm_90", 0},
+    {"spmm_decode_s8s8_v8_n16dw32s_sm90", "spmm.s8xs8.v8.n16dw32s.pf.i32.sm_90", 0},  // shares of all slices
     // C column-major (+ccol): each lane stores two adjacent rows of a column, the panels' adds too
     {"spmm_decode_s8s8_v8_n48dp4800_ccol_sm90", "spmm.s8xs8.v8.n48dp4800.pf.i32+ccol.sm_90", 0},
     // 4-bit A: the ring holds each stride's packed word (lq*), widened when the stride is consumed

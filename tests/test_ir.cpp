@@ -182,6 +182,29 @@ TEST(Ir, DecodeIsPartOfTheTextAndJson) {
             stable_hash(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n16d.pf.i32.sm_90"))));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n16dw12.pf.i32.sm_90")), {"warps", "12", "8, 16, 20, 24, 32"}));
   EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n16dwx.pf.i32.sm_90")), {"warps", "n<BSn>dw<warps>"}));
+  // Shares of all slices: n<BSn>d[w<warps>]s, round trip; decode without K panels only.
+  for (const char *text : {"spmm.s8xs8.v8.n48dw20s.pf.i32.sm_90", "spmm.s8xs8.v8.n16ds.pf.i64+ccol.sm_90"}) {
+    auto w = parse_opspec(text);
+    ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+    EXPECT_TRUE(w->decode && w->shares) << text;
+    EXPECT_EQ(to_string(*w), text);
+    auto wj = opspec_from_json(to_json(*w));
+    ASSERT_TRUE(bool(wj));
+    EXPECT_EQ(*wj, *w);
+  }
+  EXPECT_EQ(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n48dw20s.pf.i32.sm_90")).warps, 20);
+  EXPECT_FALSE(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n48dw20.pf.i32.sm_90")).shares);
+  EXPECT_NE(stable_hash(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n48dw20s.pf.i32.sm_90"))),
+            stable_hash(llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n48dw20.pf.i32.sm_90"))));
+  EXPECT_TRUE(has(error_of(parse_opspec("spmm.s8xs8.v8.n48dp4800s.pf.i32.sm_90")), {"panel"}));
+  EXPECT_FALSE(bool(parse_opspec("spmm.s8xs8.v8.n48s.pf.i32.sm_90")));
+  {
+    OpSpec sp = llvm::cantFail(parse_opspec("spmm.s8xs8.v8.n48dp4800.pf.i32.sm_90"));
+    sp.shares = true;
+    EXPECT_TRUE(has(llvm::toString(validate(sp)), {"shares", "without K panels"}));
+    sp.panel = 0, sp.decode = false;
+    EXPECT_TRUE(has(llvm::toString(validate(sp)), {"shares", "only a decode kernel"}));
+  }
   OpSpec nw{OpKind::SpMM, {8, true}, {8, true}, 8, 48, true, OutType::Int32, 90};
   nw.resident = true;
   nw.warps = 20;

@@ -284,6 +284,52 @@ TEST(SpmmGpu, DecodeKernelInSlicesAtPrefillN) {
   run_cases(*ctx, cases, 47);
 }
 
+// Where a grid of whole waves would leave SMs idle, the decode kernel with shares (spec n..s)
+// runs one block an SM, each taking a G-th of all slices' strides, slice after slice
+// (runtime/kernel.h: decode_grid, a grid of (1, G)): a block's share may end inside one slice
+// and go on in the next, copying each. More
+// slices than SMs but fewer than twice as many and three times as many (the grid is (1, SMs)
+// there, asserted below at one stride a row-block, the least work a slice can have), and a
+// matrix of one row-block (its tiny slices: whole waves); the prefill
+// tiles (48 columns at 20 warps, 16 at 32) and the decode tile, odd types, int32 and int64
+// outputs, a last slice of 5 columns.
+TEST(SpmmGpu, DecodeKernelSharesSlicesAcrossBlocks) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  const int sms = ctx->sm_count();
+  struct Tile {
+    ElemType l, r;
+    int v, bsn, warps;
+  };
+  const Tile tiles[] = {{{8, true}, {8, true}, 8, 48, 20}, {{4, true}, {8, true}, 8, 48, 20},
+                        {{8, true}, {8, true}, 8, 16, 32}, {{8, false}, {8, false}, 4, 16, 0},
+                        {{16, true}, {8, true}, 2, 32, 0}, {{7, false}, {5, true}, 8, 16, 32}};
+  std::vector<Case> cases;
+  for (const Tile &t : tiles) {
+    OpSpec s{OpKind::SpMM, t.l, t.r, t.v, t.bsn, true, max_exact_k(t.l, t.r) ? OutType::Int32 : OutType::Int64, 90};
+    s.resident = s.decode = true;
+    s.warps = t.warps;
+    s.shares = true;
+    auto p = plan(s);
+    ASSERT_TRUE(bool(p)) << to_string(s) << ": " << llvm::toString(p.takeError());
+    ASSERT_TRUE(p->launch.slice_shares);
+    const int64_t k = 256;
+    struct Shape {
+      int64_t slices, m;
+      bool shares;  // decode_grid gives (1, SMs) even at one stride a row-block
+    };
+    for (const Shape &sh : {Shape{sms + 7, 1000, true}, Shape{3 * sms + 1, 96, true}, Shape{sms + 7, t.v, false}}) {
+      const int64_t n = (sh.slices - 1) * t.bsn + 5, rbs = (sh.m + t.v - 1) / t.v;
+      if (sh.shares) {
+        const Dim3 g = decode_grid(p->launch, n, rbs, rbs, k, sms);
+        EXPECT_EQ(g.x, 1u) << to_string(s) << " N=" << n << " M=" << sh.m << ": one wave of shares";
+        EXPECT_EQ(g.y, unsigned(sms));
+      }
+      cases.push_back({*p, sh.m, k, n});
+    }
+  }
+  run_cases(*ctx, cases, 53);
+}
+
 // The decode kernel in K panels (spec.panel): one pass a panel, each after the first adding
 // into C with red.global.add. Panels of
 // 64 rows (many passes, a last partial one), one panel holding all of K (one pass), a K past
