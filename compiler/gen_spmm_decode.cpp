@@ -224,6 +224,41 @@ class SpmmDecode : public KernelGen {
   // acc(g, j, t) -> hd_g<g>_r<j>_t<t>: the first row-block's partial, kept for the reduction.
   static std::string hd(const std::string &acc) { return "hd" + acc.substr(3); }
 
+  // Shares of all slices (Launch::slice_shares): this block's share, as the first segment's slice
+  // `sl` and first stride `t0` and the share's end `end` (also in shared memory, share_end).
+  void share_bounds() {
+    e.comment("---- this block's share of all slices' strides: slice s's stride t is s x T + t of W = S x T");
+    e.comment("     (S slices), and block b of G takes [b x W / G, (b + 1) x W / G), one segment a slice it");
+    e.comment("     touches, each moved on to row-block starts (stride_next). A grid of (S, P) gives slice x");
+    e.comment("     a P-th of its strides, one segment; a grid of (1, G) may give a block the end of one slice");
+    e.comment("     and the start of the next (runtime/kernel.h: decode_grid) ----");
+    e.decl("const unsigned", "G", Expr("gridDim.x * gridDim.y"));
+    e.decl("const unsigned", "bid", Expr("blockIdx.x * gridDim.y + blockIdx.y"));
+    e.decl("const unsigned", "S", Expr("(unsigned)(N + BSN - 1) / BSN"), "slices");
+    // Only the slice stays live through the ring: the share's end is read from shared memory after
+    // each segment's barrier (held in registers through the loop it cost n48dw20 a tenth more
+    // instructions there and 5-7 % at N = 512-2048: bench/NOTES.md, Session 31).
+    e.decl_only("__shared__ unsigned long long", "share_end", "the share's end (thread 0's copy, read after a barrier)");
+    e.decl_only("int", "sl", "the segment's slice");
+    e.decl_only("int", "t0", "the segment's first stride in it (0 past the first segment)");
+    e.decl_only("unsigned long long", "end", "the share's end");
+    auto bounds = [&](const std::string &u) {  // in integers of type u
+      e.decl("const " + u, "w", Expr((u == "unsigned" ? "" : "(" + u + ")") + "(unsigned)T * S"));
+      e.decl("const " + u, "q", Expr("w / G"));
+      e.decl("const " + u, "r", Expr("w % G"));
+      e.decl("const " + u, "g0", Expr("q * bid + r * bid / G"));
+      e.line("end = q * (bid + 1) + r * (bid + 1) / G;");
+      e.line("sl = (int)(g0 / (unsigned)T), t0 = (int)(g0 % (unsigned)T);");
+    };
+    e.open("if ((((unsigned long long)(unsigned)T * S) >> 32) == 0 && G < 65536u)",
+           "in 32 bits (r x (b + 1) < G^2 < 2^32): the common case");
+    bounds("unsigned");
+    e.close_open("else");
+    bounds("unsigned long long");
+    e.close();
+    e.line("if (threadIdx.x == 0) share_end = end;");
+  }
+
   void body() {
     const int depth = l.ring_depth, n = nc();
     e.decl("constexpr int", "WARPS", Expr("THREADS / 32"));
@@ -291,39 +326,7 @@ class SpmmDecode : public KernelGen {
       e.comment("---- this block's slice of B into shared memory, once (it lands while A's first strides load) ----");
       copy_slice();
     } else {
-      e.comment("---- this block's share of all slices' strides: slice s's stride t is s x T + t of W = S x T");
-      e.comment("     (S slices), and block b of G takes [b x W / G, (b + 1) x W / G), one segment a slice it");
-      e.comment("     touches, each moved on to row-block starts (stride_next). A grid of (S, P) gives slice x");
-      e.comment("     a P-th of its strides, one segment; a grid of (1, G) may give a block the end of one slice");
-      e.comment("     and the start of the next (runtime/kernel.h: decode_grid) ----");
-      e.decl("const unsigned", "G", Expr("gridDim.x * gridDim.y"));
-      e.decl("const unsigned", "bid", Expr("blockIdx.x * gridDim.y + blockIdx.y"));
-      e.decl("const unsigned", "S", Expr("(unsigned)(N + BSN - 1) / BSN"), "slices");
-      // Only the slice stays live through the ring: the share's end is read from shared memory after
-      // each segment's barrier (held in registers through the loop it cost n48dw20 a tenth more
-      // instructions there and 5-7 % at N = 512-2048: bench/NOTES.md, Session 31).
-      e.decl_only("__shared__ unsigned long long", "share_end", "the share's end (thread 0's copy, read after a barrier)");
-      e.decl_only("int", "sl", "the segment's slice");
-      e.decl_only("int", "t0", "the segment's first stride in it (0 past the first segment)");
-      e.decl_only("unsigned long long", "end", "the share's end");
-      {
-        auto narrow = e.scope("if ((((unsigned long long)(unsigned)T * S) >> 32) == 0 && G < 65536u)",
-                              "in 32 bits (r x (b + 1) < G^2 < 2^32): the common case");
-        e.decl("const unsigned", "w", Expr("(unsigned)T * S"));
-        e.decl("const unsigned", "q", Expr("w / G"));
-        e.decl("const unsigned", "r", Expr("w % G"));
-        e.decl("const unsigned", "g0", Expr("q * bid + r * bid / G"));
-        e.line("end = q * (bid + 1) + r * (bid + 1) / G;");
-        e.line("sl = (int)(g0 / (unsigned)T), t0 = (int)(g0 % (unsigned)T);");
-        e.close_open("else");
-        e.decl("const unsigned long long", "w", Expr("(unsigned long long)(unsigned)T * S"));
-        e.decl("const unsigned long long", "q", Expr("w / G"));
-        e.decl("const unsigned long long", "r", Expr("w % G"));
-        e.decl("const unsigned long long", "g0", Expr("q * bid + r * bid / G"));
-        e.line("end = q * (bid + 1) + r * (bid + 1) / G;");
-        e.line("sl = (int)(g0 / (unsigned)T), t0 = (int)(g0 % (unsigned)T);");
-      }
-      e.line("if (threadIdx.x == 0) share_end = end;");
+      share_bounds();
       seg.emplace(e.scope("for (;;)", "a segment: the share's strides in one slice"));
       e.decl("const unsigned long long", "s0", Expr("(unsigned long long)sl * (unsigned)T"));
       e.decl("const int", "t1", Expr("(int)min(end - s0, (unsigned long long)(unsigned)T)"), "the segment's end in its slice");

@@ -348,10 +348,10 @@ Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides
   }
   // A cluster's blocks share a part: whole clusters (each one more part of the row-blocks).
   if (cn > 1) best = std::max(cn, best / cn * cn);
-  // With shares (Launch::slice_shares) a block may also take a G-th of all slices' strides, slice after slice,
-  // copying each slice it touches (a grid of (1, G)): one wave of every SM, no idle part of a
-  // last wave, and a copy only where a block starts a slice (N = 8192 at BSn=48 takes 171 slices:
-  // 1.3 each on 132 SMs, 2-3 copies a block, against 4 waves of 3 parts a slice, a copy each).
+  // With shares (Launch::slice_shares) a block may also take a G-th of all slices' strides, slice
+  // after slice, copying each slice it touches (a grid of (1, G)): one wave of every SM, no idle
+  // part of a last wave, and a copy only where a block starts a slice (N = 8192 at BSn=48 takes
+  // 171 slices: 1.3 each on 132 SMs, 2-3 copies a block, against 4 waves of 3 parts a slice).
   // Compared with a run's whole fixed cost, about ten slice loads (its copy, the ring's drain and
   // refill, the cut sums, the barrier; H100, bench/NOTES.md Session 31: a second segment made
   // 4096x14336 N=2048 at 16 columns 2.5 % slower where 128 of 132 SMs had one slice each, and

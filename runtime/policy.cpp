@@ -45,6 +45,11 @@ int panel_rows_for(const Plan &p, int64_t k) {
   return int(std::min<int64_t>(fit, ceil_div(ceil_div(k, panels), 64) * 64));
 }
 
+// The decode layout's strides a matrix of this signature packs to (every row-block one at least).
+int64_t estimated_strides(const MatrixSignature &sig) {
+  return int64_t(std::ceil(double(sig.blocks) * std::max(1.0, sig.mean / 32)));
+}
+
 // K from which the decode kernel at N <= 32 in 16-column slices takes K in two panels, one block
 // of a cluster each. On the H100 (bench/NOTES.md, Session 30, s=0.5 / 0.7 / 0.9) 4096x14336 ran 1-3
 // / 3-4 / 5-9 % faster so at N=16 and N=24-32 (two slices), 4096x11008 2-4 % slower at s=0.5-0.7,
@@ -179,8 +184,8 @@ std::optional<PolicyChoice> decode_choice(const OpSpec &base, const MatrixSignat
     OpSpec t = d;
     t.shares = true;
     if (auto p = builds(t)) {
-      const int64_t strides = int64_t(std::ceil(double(sig.blocks) * std::max(1.0, sig.mean / 32)));
-      if (decode_grid(p->launch, sig.n, sig.blocks, strides, sig.k, std::max(1, sm_count)).x == 1) d = t, shares = true;
+      if (decode_grid(p->launch, sig.n, sig.blocks, estimated_strides(sig), sig.k, std::max(1, sm_count)).x == 1)
+        d = t, shares = true;
     }
   }
   const std::string kib = fmt::format("{:.0f} KiB", double(best_smem) / 1024);
@@ -455,8 +460,7 @@ RouteEstimate estimate_routes(const Plan &plan, const MatrixSignature &sig, cons
   const double slice_rows = decode && plan.launch.cluster_blocks(sig.k) > 1 ? std::min(k, double(plan.launch.panel_rows)) : k;
   double slice_us = decode ? slice_rows * spec.bsn * rhs_bytes * kDecodeSliceUsPerByte : 0;
   if (decode && slices > 1) {  // every wave of blocks loads its slices first
-    const int64_t strides = int64_t(std::ceil(double(sig.blocks) * std::max(1.0, strides_per_rb)));
-    const Dim3 g = decode_grid(plan.launch, sig.n, sig.blocks, strides, sig.k, std::max(1, dev.sm_count));
+    const Dim3 g = decode_grid(plan.launch, sig.n, sig.blocks, estimated_strides(sig), sig.k, std::max(1, dev.sm_count));
     const double waves = std::ceil(double(g.x) * g.y / std::max(1, dev.sm_count));
     // a grid of (1, G): one wave, a block's segments each copying a slice (decode_grid)
     const double passes = g.x == 1 ? double(decode_segments(int64_t(slices), g.y)) : waves;
