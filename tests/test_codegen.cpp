@@ -770,6 +770,15 @@ TEST(Codegen, DecodeKernelAndItsRefusals) {
     EXPECT_NE(ss.find("const int n_base = sl * BSN;"), std::string::npos);
     EXPECT_EQ(ss.find("const int n_base = blockIdx.x"), std::string::npos);
   }
+  // The float GPU test's shapes (tests/gpu/test_epilogue_gpu.cpp, DecodeFloatOutputsInShares) at
+  // one stride a row-block: shares for each tile it runs.
+  for (auto [bsn, warps] : {std::pair{48, 20}, {32, 24}, {16, 32}}) {
+    OpSpec f = s;
+    f.bsn = bsn, f.warps = warps, f.shares = true, f.out = OutType::BF16;
+    auto pf = plan(f);
+    ASSERT_TRUE(bool(pf)) << llvm::toString(pf.takeError());
+    EXPECT_EQ(decode_grid(pf->launch, int64_t(139) * bsn - 11, 126, 126, 256, 132).x, 1u) << to_string(f);
+  }
   // Wider tiles: more accumulator tiles, a shallower ring; 16 warps unless the spec asks.
   for (auto [bsn, depth, warps] : {std::tuple{32, 10, 16}, {48, 10, 16}, {64, 8, 16}}) {
     OpSpec w = s;

@@ -200,6 +200,36 @@ TEST(EpilogueGpu, DecodeFloatOutputs) {
     }
 }
 
+// Float outputs from the decode kernel with shares of all slices (spec n..s): each segment's
+// columns (n_base, the column scales and bias) are its own slice's. More slices than SMs, so that
+// the grid is (1, SMs) and shares end inside slices; row- and column-major C; the three tiles
+// the dispatch runs past N = 64. The policy asks shares for integer outputs only until this has
+// passed on a GPU (runtime/policy.cpp).
+TEST(EpilogueGpu, DecodeFloatOutputsInShares) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  std::mt19937_64 rng(41);
+  const int sms = ctx->sm_count();
+  for (auto [out, sc, bi] : {std::tuple{OutType::BF16, Scale::RowCol, Bias::Col}, std::tuple{OutType::F32, Scale::Tensor, Bias::Row}})
+    for (auto [bsn, warps] : {std::pair{48, 20}, {32, 24}, {16, 32}})
+      for (bool c_col : {false, true}) {
+        OpSpec s{OpKind::SpMM, {8, true}, {8, true}, 8, bsn, true, out, 90, sc, bi};
+        s.resident = s.decode = s.shares = true;
+        s.warps = warps;
+        s.c_col = c_col;
+        auto p = plan(s);
+        ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+        ASSERT_TRUE(p->launch.slice_shares);
+        const int64_t m = 1001, k = 256, n = int64_t(sms + 7) * bsn - 11, rbs = (m + 7) / 8;
+        EXPECT_EQ(decode_grid(p->launch, n, rbs, rbs, k, sms).x, 1u) << to_string(s) << ": one wave of shares";
+        VectorSparse a = random_vector_sparse(rng, m, k, s.v, k, s.lhs);
+        std::vector<int64_t> b = random_dense(rng, k * n, s.rhs);
+        EpilogueArgs e = random_args(rng, m, n, s.bias);
+        auto r = gpu_spmm(*ctx, *p, a, b, n, &e);
+        ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+        EXPECT_EQ(float_c_mismatch(s, reference_spmm(a, b, n), e, *r, m, n), "") << to_string(s);
+      }
+}
+
 // Float outputs in a column-major C (+ccol): the decode kernel, resident B and the generic
 // family (both mma orientations, sm_80 plans) write element (r, c) at c * M + r, rounded as
 // in a row-major C, with a per-row or per-column bias and scales indexed by (r, c) as before.
