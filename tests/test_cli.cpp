@@ -60,6 +60,20 @@ TEST(Cli, PlanPrintsTheKernelName) {
   EXPECT_NE(r.output.find("plan spmm.s12xu4.v4.n128.pf.i32.sm_80"), std::string::npos) << r.output;
 }
 
+// --shares pins the decode kernel with shares of all slices (spec n..s); with K panels it is refused
+// by name.
+TEST(Cli, PlanWithShares) {
+  TempDir tmp;
+  CliResult r = cli("plan --lhs=s8 --rhs=s8 --v=8 --bsn=48 --warps=20 --shares --arch=sm_90", tmp.path());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("plan spmm.s8xs8.v8.n48dw20s.pf.i32.sm_90"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("magicube_spmm_s8s8_v8_n48dw20s_pf_sm90"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a share of every slice's strides"), std::string::npos) << r.output;
+  CliResult bad = cli("plan --lhs=s8 --rhs=s8 --v=8 --bsn=48 --panel=4800 --shares --arch=sm_90", tmp.path());
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("shares"), std::string::npos) << bad.output;
+}
+
 TEST(Cli, PlanAllAndCandidate) {
   TempDir tmp;
   auto plans = plan_candidates(OpSpec{OpKind::SpMM, {12, true}, {4, false}, 4, 128, true, OutType::Int32, 80});

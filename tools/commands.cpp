@@ -89,10 +89,11 @@ llvm::Expected<OpSpec> spec_from_flags(const OpFlags &f) {
   s.prefetch = !f.no_prefetch;
   s.stages = f.stages;
   s.split = f.split;
-  s.decode = f.decode || f.panel || f.warps;  // --panel and --warps imply --decode, which implies resident B
+  s.decode = f.decode || f.panel || f.warps || f.shares;  // --panel, --warps, --shares imply --decode (and resident B)
   s.resident = f.resident || s.decode;
   s.panel = f.panel;
   s.warps = f.warps;
+  s.shares = f.shares;
   s.out = *out;
   s.arch = *arch;
   s.scale = *scale;

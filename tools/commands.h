@@ -32,6 +32,7 @@ struct OpFlags {
   bool decode = false;  // --decode: the decode kernel (implies resident B)
   int panel = 0;        // --panel: the decode kernel's K panel (rows of B a pass)
   int warps = 0;        // --warps: the decode kernel's warps a block (0: the plan's choice)
+  bool shares = false;  // --shares: the decode kernel's blocks take shares of all slices
   bool arch_given = false;  // --arch on the command line (run defaults to the device's arch)
   std::string route = "auto";  // SpMM: auto (the policy compares sparse and dense) | sparse | dense
   int candidate = 0;        // index into plan_candidates (0 = best)

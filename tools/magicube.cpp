@@ -81,6 +81,11 @@ cl::opt<int> WarpsFlag("warps",
                        cl::desc("SpMM decode kernel: warps a block, 8, 16, 20, 24 or 32 (0 = the plan's choice; "
                                 "implies --decode; spec n16dw32)"),
                        cl::init(0), cl::cat(OpCat), OP_SUBS);
+cl::opt<bool> SharesFlag("shares",
+                        cl::desc("SpMM decode kernel: one block an SM may take an equal share of every slice's strides, "
+                                 "slice after slice, where whole waves would leave SMs idle (implies --decode; spec "
+                                 "n48dw20s)"),
+                        cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> OutFlag("out", cl::desc("output type: int32 | int64 | f32 | f16 | bf16"), cl::init("int32"),
                              cl::cat(OpCat), OP_SUBS);
 cl::opt<std::string> ScaleFlag("scale", cl::desc("float outputs' dequantization scale: none | tensor | rowcol"),
@@ -203,6 +208,7 @@ tool::OpFlags op_flags() {
   f.decode = DecodeFlag;
   f.panel = PanelFlag;
   f.warps = WarpsFlag;
+  f.shares = SharesFlag;
   f.candidate = CandidateFlag;
   f.candidate_given = CandidateFlag.getNumOccurrences() > 0;
   // Knobs given on the command line are pinned; the dispatch chooses the others.
@@ -211,7 +217,7 @@ tool::OpFlags op_flags() {
   if (NoPrefetchFlag.getNumOccurrences() || StagesFlag.getNumOccurrences()) f.pinned |= kPinPrefetch;
   if (SplitFlag.getNumOccurrences()) f.pinned |= kPinSplit;
   if (ResidentFlag.getNumOccurrences() || DecodeFlag.getNumOccurrences() || PanelFlag.getNumOccurrences() ||
-      WarpsFlag.getNumOccurrences())
+      WarpsFlag.getNumOccurrences() || SharesFlag.getNumOccurrences())
     f.pinned |= kPinResident;
   return f;
 }
