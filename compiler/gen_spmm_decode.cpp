@@ -485,24 +485,30 @@ llvm::Expected<std::string> generate_spmm_decode(const Plan &p) {
   slice_prologue(pr, p, !p.launch.slice_shares);
   if (p.spec.panel) {
     pr.def("constexpr int", "KP", p.spec.panel, "B's rows a pass holds (a K panel)");
-    f.doc.push_back("K in panels of KP rows: A is packed panel by panel (panel q's row-block b is row-block");
-    f.doc.push_back("q x nblk + b, its columns relative to the panel); each block takes an equal share of the");
-    f.doc.push_back("row-blocks and makes one pass a panel over their strides (panel_first), the panel's rows");
-    f.doc.push_back("of its slice in shared memory; each pass after the first adds its sums into C with");
-    f.doc.push_back("red.global.add (integer C; the block's own elements, a barrier after the pass before).");
+    f.doc.insert(f.doc.end(), {
+        "K in panels of KP rows: A is packed panel by panel (panel q's row-block b is row-block",
+        "q x nblk + b, its columns relative to the panel); each block takes an equal share of the",
+        "row-blocks and makes one pass a panel over their strides (panel_first), the panel's rows",
+        "of its slice in shared memory; each pass after the first adds its sums into C with",
+        "red.global.add (integer C; the block's own elements, a barrier after the pass before).",
+    });
     if (p.launch.panel_cluster) {
-      f.doc.push_back("Launched in clusters of two blocks (where K takes two panels), the pair shares a part of the");
-      f.doc.push_back("row-blocks and each block makes the pass of one panel (half of B's slice to copy), keeping its");
-      f.doc.push_back("row-blocks' sums in shared memory; after both passes (a cluster barrier) each block adds the");
-      f.doc.push_back("two halves of every other row-block, the other's through distributed shared memory, and");
-      f.doc.push_back("writes C. Without clusters: a cluster of one, as above.");
+      f.doc.insert(f.doc.end(), {
+          "Launched in clusters of two blocks (where K takes two panels), the pair shares a part of the",
+          "row-blocks and each block makes the pass of one panel (half of B's slice to copy), keeping its",
+          "row-blocks' sums in shared memory; after both passes (a cluster barrier) each block adds the",
+          "two halves of every other row-block, the other's through distributed shared memory, and",
+          "writes C. Without clusters: a cluster of one, as above.",
+      });
     }
   }
   if (p.launch.slice_shares) {
-    f.doc.push_back("Shares of all slices (spec n..s): block b of G = gridDim.x x gridDim.y takes an equal share");
-    f.doc.push_back("of all slices' strides, slice after slice, one segment a slice it touches, copying that");
-    f.doc.push_back("slice first: a grid of (slices, parts) gives each block one slice's part, a grid of");
-    f.doc.push_back("(1, SMs) one wave where whole waves would leave SMs idle (runtime/kernel.h: decode_grid).");
+    f.doc.insert(f.doc.end(), {
+        "Shares of all slices (spec n..s): block b of G = gridDim.x x gridDim.y takes an equal share",
+        "of all slices' strides, slice after slice, one segment a slice it touches, copying that",
+        "slice first: a grid of (slices, parts) gives each block one slice's part, a grid of",
+        "(1, SMs) one wave where whole waves would leave SMs idle (runtime/kernel.h: decode_grid).",
+    });
   }
   g.body();
   return assemble(p, f, g);
