@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -24,6 +26,12 @@ namespace {
 // most this many, timed this many runs each after a pause of this many milliseconds.
 constexpr double kSecondLookSpread = 1.10;
 constexpr int kSecondLookCandidates = 6, kSecondLookRuns = 8, kSecondLookPauseMs = 100;
+// select()'s timed runs go in bursts of about this much GPU time, each followed by a rest of this
+// many times its length: sustained GEMMs pull the H100's SM clock down under its power cap, where
+// every configuration runs alike. In one pass of 58 candidates x 5 runs back to back (~0.2 s at
+// 14336x4096 N=8192) all scored 0.68-0.69 ms, and the six kept for the second look were, half of
+// the time, ones that run 0.69 ms at full clocks where others run 0.60 (bench/NOTES.md Session 32).
+constexpr double kBurstMs = 15, kRestFactor = 2;
 
 llvm::Error err(const llvm::Twine &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
 
@@ -120,6 +128,22 @@ struct Candidate {
 };
 }  // namespace
 
+namespace {
+// The selections made in this process: one per device, shape, workspace and candidate list (the
+// candidates' forms and configurations, byte for byte), so every pipeline and op of a GEMM runs
+// the algorithm the first one timed. Timed again per pipeline, one GEMM's selection once differed
+// by 19 % within a process (the H100's llm grid, 4096x14336 N=8192: tile 20 for one sparsity's
+// pipeline, tile 23 for the others', bench/NOTES.md Session 31).
+struct Selections {
+  std::mutex mu;
+  std::map<std::string, int> chosen;
+};
+Selections &selections() {
+  static Selections s;
+  return s;
+}
+}  // namespace
+
 struct DenseGemm::Impl {
   cublasLtHandle_t handle = nullptr;
   std::vector<Form> forms;
@@ -127,6 +151,7 @@ struct DenseGemm::Impl {
   std::vector<std::string> refused;  // forms cuBLASLt offered nothing for, with why
   int chosen = 0;
   bool timed = false;
+  bool recalled = false;  // select() took an earlier selection of this process (selections())
 
   ~Impl() {
     const LtApi &a = lt();
@@ -147,7 +172,7 @@ int DenseGemm::algorithms() const { return int(impl_->algos.size()); }
 
 void DenseGemm::choose(int i) {
   impl_->chosen = std::clamp(i, 0, int(impl_->algos.size()) - 1);
-  impl_->timed = false;
+  impl_->timed = impl_->recalled = false;
 }
 
 DenseForm DenseGemm::form() const {
@@ -398,22 +423,66 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
                               CUstream stream, int reps) {
   Impl &d = *impl_;
   if (d.algos.size() <= 1) return llvm::Error::success();
+  std::string key = fmt::format("device {} {}x{}x{} workspace {}:", ctx.ordinal(), m_, n_, k_, workspace_);
+  for (const Candidate &c : d.algos) {
+    key += std::to_string(int(d.forms[size_t(c.form)].form));
+    key.append(reinterpret_cast<const char *>(&c.heur.algo), sizeof(c.heur.algo));
+  }
+  {
+    Selections &s = selections();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (auto it = s.chosen.find(key); it != s.chosen.end()) {
+      d.chosen = it->second, d.timed = d.recalled = true;
+      log().debug("dense route: M={} N={} K={}: candidate {}, as selected earlier in this process", m_, n_, k_, d.chosen);
+      return llvm::Error::success();
+    }
+  }
   // Each timed run starts with a cold L2, as in a model where the weight comes from HBM (a
   // weight that fits the L2 would otherwise favour algorithms that lose when it does not).
   auto flush = DeviceBuffer::allocate(l2_flush_bytes(ctx));
   if (!flush) return flush.takeError();
+  // A warm-up run of each, timed roughly (it sizes the bursts); an algorithm that fails is skipped.
   std::vector<bool> usable(d.algos.size(), true);
-  for (size_t i = 0; i < d.algos.size(); ++i) {
-    d.chosen = int(i);
-    if (auto e = run(a, bt, c, workspace, stream)) {  // warm-up; an algorithm that fails is skipped
-      log().debug("dense route: algorithm {} refused: {}", i, llvm::toString(std::move(e)));
-      usable[i] = false;
+  std::vector<double> rough(d.algos.size(), 0);
+  {
+    std::vector<std::pair<Event, Event>> marks;
+    for (size_t i = 0; i < d.algos.size(); ++i) {
+      auto e0 = Event::create();
+      if (!e0) return e0.takeError();
+      auto e1 = Event::create();
+      if (!e1) return e1.takeError();
+      marks.emplace_back(std::move(*e0), std::move(*e1));
+      d.chosen = int(i);
+      if (auto e = marks[i].first.record(stream)) return e;
+      if (auto e = run(a, bt, c, workspace, stream)) {
+        log().debug("dense route: algorithm {} refused: {}", i, llvm::toString(std::move(e)));
+        usable[i] = false;
+      }
+      if (auto e = marks[i].second.record(stream)) return e;
+    }
+    if (auto e = ctx.synchronize()) return e;
+    for (size_t i = 0; i < d.algos.size(); ++i) {
+      auto x = elapsed_ms(marks[i].first, marks[i].second);
+      if (!x) return x.takeError();
+      rough[i] = usable[i] ? double(*x) : 0;
     }
   }
+  // Ends a burst of `busy_ms` GPU time when the next run would pass kBurstMs: waits for the
+  // device, then rests kRestFactor times the burst.
+  double busy_ms = 0;
+  auto pace = [&](double next_ms) -> llvm::Error {
+    if (busy_ms > 0 && busy_ms + next_ms > kBurstMs) {
+      if (auto e = ctx.synchronize()) return e;
+      std::this_thread::sleep_for(std::chrono::microseconds(int64_t(busy_ms * kRestFactor * 1000)));
+      busy_ms = 0;
+    }
+    busy_ms += next_ms;
+    return llvm::Error::success();
+  };
   // `runs` timed runs of each of `which`, round-robin: run r of every algorithm, then run r + 1,
   // so that a slow spell of the device (clocks, other work) costs each candidate a run instead
   // of deciding for one (timed one algorithm after another, a long benchmark once kept a 3x
-  // slower choice for its process). Sorted times per candidate, in `which` order.
+  // slower choice for its process), in bursts (pace). Sorted times per candidate, in `which` order.
   auto time_round_robin = [&](const std::vector<int> &which, int runs) -> llvm::Expected<std::vector<std::vector<double>>> {
     std::vector<Event> start, stop;
     for (size_t i = 0; i < which.size() * size_t(runs); ++i) {
@@ -427,6 +496,7 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
       for (size_t w = 0; w < which.size(); ++w) {
         d.chosen = which[w];
         const size_t at = w * size_t(runs) + size_t(r);
+        if (auto e = pace(rough[size_t(which[w])])) return e;
         if (auto e = flush->memset(uint8_t(r))) return e;
         if (auto e = start[at].record(stream)) return e;
         if (auto e = run(a, bt, c, workspace, stream)) return e;
@@ -466,15 +536,15 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
   std::sort(scored.begin(), scored.end());
   d.chosen = scored.front().second;
   // A second look at the near-equals (within kSecondLookSpread of the best score, at most
-  // kSecondLookCandidates), after a pause: the first pass's sustained GEMMs (up to ~0.5 s on
-  // long shapes) pull the H100's SM clock down under its power cap, where configurations run
-  // alike; the calls that follow run at full clocks, where they differed by up to 13 % (session
-  // 21's llm grid: the route kept one 12 % slower than the contender's at 4096x14336 N=8192).
+  // kSecondLookCandidates), after a pause, 8 runs each: the first pass's 5 may still hold a
+  // slow spell (session 21's llm grid: the route kept one 12 % slower than the contender's at
+  // 4096x14336 N=8192 before this look; the bursts of pace() came in session 32).
   std::vector<int> near;
   for (const auto &[score, i] : scored)
     if (score <= scored.front().first * kSecondLookSpread && near.size() < size_t(kSecondLookCandidates)) near.push_back(i);
   if (near.size() > 1) {
     std::this_thread::sleep_for(std::chrono::milliseconds(kSecondLookPauseMs));
+    busy_ms = 0;
     auto second = time_round_robin(near, kSecondLookRuns);
     if (!second) return second.takeError();
     double best = std::numeric_limits<double>::infinity();
@@ -485,6 +555,9 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
     }
   }
   d.timed = true;
+  Selections &s = selections();
+  std::lock_guard<std::mutex> lock(s.mu);
+  d.chosen = s.chosen.emplace(std::move(key), d.chosen).first->second;  // a selection made meanwhile wins
   return llvm::Error::success();
 }
 
@@ -505,8 +578,8 @@ std::string DenseGemm::describe() const {
       break;
   }
   if (d.timed)
-    s += fmt::format(" (fastest with a cold L2 of {} over {} form{})", d.algos.size(), d.forms.size() - d.refused.size(),
-                     d.forms.size() - d.refused.size() == 1 ? "" : "s");
+    s += fmt::format(" (fastest with a cold L2 of {} over {} form{}{})", d.algos.size(), d.forms.size() - d.refused.size(),
+                     d.forms.size() - d.refused.size() == 1 ? "" : "s", d.recalled ? ", selected earlier in this process" : "");
   return s;
 }
 

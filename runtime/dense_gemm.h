@@ -81,13 +81,17 @@ class DenseGemm {
   // flush, round-robin, on `stream`, synchronizing; a scratch buffer of twice the L2 is
   // allocated for the flush) on these buffers, then the near-equals again after a pause (a
   // second look at up to 6 within 10 % of the best, 8 runs each), and keeps the fastest median
-  // of the second look. Optional: without it run() uses the first form's heuristic first.
+  // of the second look. Timed runs go in bursts of ~15 ms of GPU time with rests of twice that
+  // between them, so that the device keeps the clocks a short sequence of calls sees. Once per process: a GEMM of the same device, shape, workspace and
+  // candidates selected before takes that choice without timing (describe() says so).
+  // Optional: without it run() uses the first form's heuristic first.
   llvm::Error select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace,
                      CUstream stream = nullptr, int reps = 5);
   // Enqueues C = A x B on `stream`; no allocation, no synchronization.
   llvm::Error run(CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace, CUstream stream = nullptr) const;
   // "cuBLASLt int8 TN (C^T = Bt^T A^T), algo id 39 tile 17, heuristic 3 of 8", then after
-  // select() " (fastest with a cold L2 of 56 over 3 forms)"; a variant says so ("heuristic 1 of 8
+  // select() " (fastest with a cold L2 of 56 over 3 forms)" (", selected earlier in this process"
+  // inside the parentheses when recalled); a variant says so ("heuristic 1 of 8
   // with the other CTA swizzle", "CTA swizzle 1, the column-major C form's heuristic 2 of 8")
   std::string describe() const;
 

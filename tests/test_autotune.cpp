@@ -818,8 +818,10 @@ TEST(Policy, DecodeKernelForSmallN) {
   for (auto [k, n] : {std::pair<int64_t, int64_t>{11008, 128}, {11008, 2048}, {14336, 512}, {14336, 8192}}) {
     g = sig_of(4096, k, n, 0.9);
     c = policy_spec(bf, &g, dev);
-    // (N=8192 too: shares of all slices are asked for integer outputs only so far)
-    EXPECT_EQ(to_string(c.spec), "spmm.s8xs8.v8.n16dw32.pf.bf16+rc+rowbias+ccol.sm_90") << k << " " << n << ": " << c.why;
+    // (N=8192 in shares of all slices, as an integer output's)
+    EXPECT_EQ(to_string(c.spec), n == 8192 ? "spmm.s8xs8.v8.n16dw32s.pf.bf16+rc+rowbias+ccol.sm_90"
+                                           : "spmm.s8xs8.v8.n16dw32.pf.bf16+rc+rowbias+ccol.sm_90")
+        << k << " " << n << ": " << c.why;
     auto pf = plan(c.spec);
     ASSERT_TRUE(bool(pf));
     EXPECT_EQ(route_by_model(estimate_routes(*pf, g, dev)), Route::Sparse) << k << " " << n;

@@ -185,6 +185,32 @@ TEST(DenseRouteGpu, EveryFormComputesOurRowMajorC) {
   }
 }
 
+TEST(DenseRouteGpu, OneSelectionAGemmPerProcess) {
+  MAGICUBE_REQUIRE_GPU(ctx);
+  if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
+  // A second plan of the same shape takes the first's selection untimed, on other buffers, and
+  // stays exact; another shape or workspace is timed anew; choose() forgets the recall.
+  auto first = DenseGemm::create(640, 48, 1536);
+  ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
+  ASSERT_GT((*first)->algorithms(), 1);
+  EXPECT_EQ(gemm_exact(*ctx, **first, true, 91), "");
+  const std::string chosen = (*first)->describe();
+  EXPECT_EQ(chosen.find("selected earlier"), std::string::npos) << chosen;
+  auto again = DenseGemm::create(640, 48, 1536);
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(gemm_exact(*ctx, **again, true, 92), "");
+  const std::string recalled = (*again)->describe();
+  EXPECT_EQ(recalled, chosen.substr(0, chosen.size() - 1) + ", selected earlier in this process)");
+  (*again)->choose(0);
+  EXPECT_EQ((*again)->describe().find("selected earlier"), std::string::npos);
+  for (auto [n, ws] : {std::pair<int64_t, size_t>{48, DenseGemm::kDefaultWorkspace / 2}, {56, DenseGemm::kDefaultWorkspace}}) {
+    auto other = DenseGemm::create(640, n, 1536, ws);
+    ASSERT_TRUE(bool(other)) << llvm::toString(other.takeError());
+    EXPECT_EQ(gemm_exact(*ctx, **other, true, 93), "");
+    EXPECT_EQ((*other)->describe().find("selected earlier"), std::string::npos) << (*other)->describe();
+  }
+}
+
 TEST(DenseRouteGpu, PipelinesOfOneMatrixShareItsDeviceCopies) {
   MAGICUBE_REQUIRE_GPU(ctx);
   if (std::string why = dense_library_unavailable(); !why.empty()) GTEST_SKIP() << "no cuBLASLt: " << why;
