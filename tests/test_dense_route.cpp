@@ -605,6 +605,8 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
                                        {"11008x4096 0.5 128"}),
             190);
   EXPECT_GE(replay_grid_without_a_loss(s32 + "s32d/llm-l4r8-n8192/results.csv", "s4", 8, 18), 15);
+  EXPECT_GE(replay_grid_without_a_loss(s32 + "s32e/llm-l8r8/results.csv", "s8", 8, 198), 190);
+  EXPECT_GE(replay_grid_without_a_loss(s32 + "s32e/llm-l4r8/results.csv", "s4", 8, 198), 190);
 }
 
 // Float outputs as the torch layer asks for them (bf16, row x column scales, a row bias; C
