@@ -126,9 +126,7 @@ struct Candidate {
   int rank = 0, of = 0;  // the heuristic's order within its form (or the column-major C form's)
   enum Origin { Heuristic, SwizzleToggled, FromColumnMajorC } origin = Heuristic;
 };
-}  // namespace
 
-namespace {
 // The selections made in this process: one per device, shape, workspace and candidate list (the
 // candidates' forms and configurations, byte for byte), so every pipeline and op of a GEMM runs
 // the algorithm the first one timed. Timed again per pipeline, one GEMM's selection once differed

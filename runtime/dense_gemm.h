@@ -82,8 +82,9 @@ class DenseGemm {
   // allocated for the flush) on these buffers, then the near-equals again after a pause (a
   // second look at up to 6 within 10 % of the best, 8 runs each), and keeps the fastest median
   // of the second look. Timed runs go in bursts of ~15 ms of GPU time with rests of twice that
-  // between them, so that the device keeps the clocks a short sequence of calls sees. Once per process: a GEMM of the same device, shape, workspace and
-  // candidates selected before takes that choice without timing (describe() says so).
+  // between them, so that the device keeps the clocks a short sequence of calls sees. Once per
+  // process: a GEMM of the same device, shape, workspace and candidates selected before takes
+  // that choice without timing (describe() says so).
   // Optional: without it run() uses the first form's heuristic first.
   llvm::Error select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt, CUdeviceptr c, CUdeviceptr workspace,
                      CUstream stream = nullptr, int reps = 5);
