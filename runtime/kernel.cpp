@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 
@@ -370,13 +371,10 @@ Dim3 decode_grid(const Launch &l, int64_t n, int64_t row_blocks, int64_t strides
 int64_t decode_segments(int64_t slices, int64_t blocks) {
   // Block b's share is [b x S / G, (b + 1) x S / G) in slices: it touches every slice from the
   // floor of its start to the ceiling of its end (the strides' rounding moves the ends by less
-  // than a stride; counted here in whole slices).
-  int64_t most = 0;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t lo = b * slices / blocks, hi = ((b + 1) * slices + blocks - 1) / blocks;
-    most = std::max(most, hi - lo);
-  }
-  return most;
+  // than a stride; counted here in whole slices). Its start's fraction takes every multiple of
+  // gcd(S, G) / G below 1, so the most is ceil((S + G - gcd(S, G)) / G).
+  if (blocks <= 0 || slices <= 0) return 0;
+  return (slices + 2 * blocks - std::gcd(slices, blocks) - 1) / blocks;
 }
 
 llvm::Error Kernel::launch(const DeviceLhs &a, const DeviceRhs &b, CUdeviceptr c, CUstream stream,
