@@ -63,7 +63,7 @@ cl::opt<bool> NoVendor("no-vendor", cl::desc("skip cuBLASLt, cuBLAS and cuSPARSE
 cl::opt<bool> NoPlots("no-plots", cl::desc("do not run bench/plots.py"), cl::cat(BenchCat));
 cl::opt<std::string> LlmGridOpt("llm-grid",
                                 cl::desc("size of the llm section: quick (20 problems, a smoke test), default (660), "
-                                         "full (1782)"),
+                                         "full (1944: every V and precision, and N = 16384)"),
                                 cl::init("default"), cl::value_desc("quick|default|full"), cl::cat(BenchCat));
 cl::opt<std::string> LlmNs("llm-n", cl::desc("N values of the llm grid to run, e.g. 1,16,512 (default: all)"),
                            cl::cat(BenchCat));

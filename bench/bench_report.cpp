@@ -256,6 +256,8 @@ std::vector<std::pair<int64_t, int64_t>> llm_shapes(LlmGrid g) {
 
 std::vector<int64_t> llm_ns(LlmGrid g) {
   if (g == LlmGrid::Quick) return {1, 16, 64, 512, 2048};
+  // full adds a 16K-token prompt, the longest the issue names (issue 15: "1 to 16K tokens")
+  if (g == LlmGrid::Full) return {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192, 16384};
   return {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192};
 }
 

@@ -496,10 +496,10 @@ TEST(BenchLlm, GridSizes) {
   auto count = [](LlmGrid g) { return llm_problems(g).size(); };
   EXPECT_EQ(count(LlmGrid::Quick), 2u * 5 * 2);                    // 2 shapes x 5 N x 2 s, V=8, L8-R8
   EXPECT_EQ(count(LlmGrid::Default), 6u * 11 * 3 * 3 + 2 * 11 * 3);  // V=8 x 3 precisions; V=4, 2 at 4096x4096
-  EXPECT_EQ(count(LlmGrid::Full), 1782u);                           // 6 x 11 x 3 s x 3 V x 3 precisions
+  EXPECT_EQ(count(LlmGrid::Full), 1944u);                           // 6 x 12 N x 3 s x 3 V x 3 precisions
   EXPECT_EQ(llm_dense_problems(LlmGrid::Quick).size(), 10u);
   EXPECT_EQ(llm_dense_problems(LlmGrid::Default).size(), 66u);
-  EXPECT_EQ(llm_dense_problems(LlmGrid::Full).size(), 66u);
+  EXPECT_EQ(llm_dense_problems(LlmGrid::Full).size(), 72u);  // N = 16384 too
   EXPECT_EQ(llm_shapes(LlmGrid::Default).size(), 6u);
   EXPECT_EQ(llm_shapes(LlmGrid::Default)[2], (std::pair<int64_t, int64_t>{4096, 11008}));
 
