@@ -393,18 +393,19 @@ double llm_dense_bytes(int64_t m, int64_t k, int64_t n) {
 
 double llm_sparse_bytes(const SparseTraffic &t) {
   const double values = double(t.slots) * t.v * t.lhs_storage_bits / 8.0;
-  const double cols = 4.0 * double(t.slots);
-  const double row_ptr = 2.0 * 4.0 * double(t.num_blocks);
+  const double cols = double(t.index_bytes) * double(t.slots);
+  const double row_ptr = t.row_pointers ? 2.0 * 4.0 * double(t.num_blocks) : 0.0;
   const double b = double(t.k) * double(t.n) * t.rhs_storage_bits / 8.0;
   const double c = double(t.m) * double(t.n) * t.out_bytes;
   return values + cols + row_ptr + b + c;
 }
 
-int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride) {
+int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride, bool empty_gets_a_stride) {
   int64_t slots = 0;
   const int64_t st = std::max(1, stride);
   for (size_t b = 0; b + 1 < block_ptr.size(); ++b) {
     int64_t len = block_ptr[b + 1] - block_ptr[b];
+    if (empty_gets_a_stride) len = std::max<int64_t>(len, 1);
     slots += (len + st - 1) / st * st;
   }
   return slots;
@@ -853,9 +854,10 @@ std::string llm_markdown(const RunInfo &info, const std::vector<ResultRow> &rows
   md += "Pruned, quantized weights W (M x K, uniform V x 1 vector sparsity) times N tokens (B is K x N), every "
         "call with a cold L2 (flushed before each timed run, as when each layer's weights come from HBM). "
         "\"ours\" is what the library's dispatch delivers (`magicube run`, the API); \"sparse kernel\" is our sparse "
-        "kernel itself (the same row while the dispatch has no dense route). \"x dense\" = dense cuBLASLt s8 x s8 -> "
+        "kernel itself (the same figures where the dispatch runs it). \"x dense\" = dense cuBLASLt s8 x s8 -> "
         "s32 ms / ours ms. \"% peak\": for decode (N <= 64) the share of HBM bandwidth on the bytes the call moves "
-        "(ours: packed A values + column indices + row pointers + B + C; dense: M K + K N + 4 M N) against " +
+        "(ours: packed A values + column indices (16-bit in the decode kernel, 32-bit in the others) + row "
+        "pointers (not read by the decode kernel) + B + C; dense: M K + K N + 4 M N) against " +
         fmt::format("{:.2f} TB/s ({})", info.hbm_bytes_per_s / 1e12, info.hbm_source) +
         "; for prefill (N >= 512) the share of the int8 dense tensor-core peak (" +
         fmt::format("{:g}", kH100SxmInt8DenseTops) +

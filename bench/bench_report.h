@@ -172,19 +172,24 @@ inline bool llm_is_prefill(int64_t n) { return n >= 512; }
 // Bytes a dense int8 GEMM moves: A (M x K s8) + B (K x N s8) + C (M x N s32).
 double llm_dense_bytes(int64_t m, int64_t k, int64_t n);
 // Bytes our SpMM moves: the packed A values (every slot of the SR-BCRS layout, padding
-// included, at the stored bits of its chunks), one int32 column index per slot, two int32
-// row pointers per row-block, B (K x N at the stored rhs bits) and C (M x N of out_bytes).
+// included, at the stored bits of its chunks), one column index per slot (index_bytes: int32,
+// or the decode kernel's uint16), two int32 row pointers per row-block where the kernel reads
+// them (the decode kernel reads its schedule from the indices instead: a few words a block),
+// B (K x N at the stored rhs bits) and C (M x N of out_bytes).
 struct SparseTraffic {
   int64_t slots = 0, num_blocks = 0;
   int v = 8;
   int lhs_storage_bits = 8, rhs_storage_bits = 8;
   int64_t m = 0, k = 0, n = 0;
   int out_bytes = 4;
+  int index_bytes = 4;
+  bool row_pointers = true;
 };
 double llm_sparse_bytes(const SparseTraffic &t);
 // Slots of an SR-BCRS layout with `stride` slots per stride: every row-block's vector count
-// (from block_ptr) rounded up to a multiple of `stride`.
-int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride);
+// (from block_ptr) rounded up to a multiple of `stride`, and to one stride at least where
+// `empty_gets_a_stride` (the decode kernel's layout: runtime/packing.h).
+int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride, bool empty_gets_a_stride = false);
 // Percent of `peak_bytes_per_s` that `bytes` in `ms` is; of kH100SxmInt8DenseTops that
 // `tops` is. NaN when ms or tops is not positive and finite.
 double percent_of_bandwidth(double bytes, double ms, double peak_bytes_per_s);

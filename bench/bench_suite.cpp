@@ -875,7 +875,10 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
 // indices as plan packs them, B, C.
 double sparse_call_bytes(const Plan &plan, const VectorSparse &a, int64_t n) {
   SparseTraffic t;
-  t.slots = padded_slots(a.block_ptr, plan.k_stride);
+  const bool decode = plan.launch.family == KernelFamily::SpmmDecode;  // 16-bit indices, no row pointers
+  t.slots = padded_slots(a.block_ptr, plan.k_stride, decode);
+  t.index_bytes = decode ? 2 : 4;
+  t.row_pointers = !decode;
   t.num_blocks = a.num_blocks();
   t.v = a.v;
   t.lhs_storage_bits = 0;

@@ -554,6 +554,12 @@ TEST(BenchLlm, BytesMovedAndPeaks) {
   t.n = 2;
   t.out_bytes = 4;
   EXPECT_DOUBLE_EQ(llm_sparse_bytes(t), 128.0 * 8 * 4 / 8 + 4.0 * 128 + 8.0 * 3 + 100.0 * 2 + 24.0 * 2 * 4);
+  // The decode kernel: 16-bit indices, no row pointers, an empty row-block still one stride.
+  t.index_bytes = 2;
+  t.row_pointers = false;
+  EXPECT_DOUBLE_EQ(llm_sparse_bytes(t), 128.0 * 8 * 4 / 8 + 2.0 * 128 + 100.0 * 2 + 24.0 * 2 * 4);
+  EXPECT_EQ(padded_slots({0, 0, 5}, 32, true), 64);
+  EXPECT_EQ(padded_slots({0, 0, 5}, 32), 32);
   // Shares of the peaks.
   EXPECT_DOUBLE_EQ(percent_of_bandwidth(3.35e9, 1.0, kH100SxmHbmBytesPerSecond), 100.0);  // 3.35 GB in 1 ms
   EXPECT_DOUBLE_EQ(percent_of_int8_peak(kH100SxmInt8DenseTops / 2), 50.0);
