@@ -411,6 +411,22 @@ int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride, bool emp
   return slots;
 }
 
+int64_t padded_panel_slots(const std::vector<int64_t> &block_ptr, const std::vector<int32_t> &col, int64_t panel_rows,
+                           int64_t panels, int stride) {
+  const int64_t st = std::max(1, stride);
+  panels = std::max<int64_t>(panels, 1);
+  panel_rows = std::max<int64_t>(panel_rows, 1);
+  std::vector<int64_t> count(size_t(panels), 0);
+  int64_t slots = 0;
+  for (size_t b = 0; b + 1 < block_ptr.size(); ++b) {
+    std::fill(count.begin(), count.end(), 0);
+    for (int64_t i = block_ptr[b]; i < block_ptr[b + 1]; ++i)
+      ++count[size_t(std::min<int64_t>(col[size_t(i)] / panel_rows, panels - 1))];
+    for (int64_t c : count) slots += (std::max<int64_t>(c, 1) + st - 1) / st * st;
+  }
+  return slots;
+}
+
 double percent_of_bandwidth(double bytes, double ms, double peak_bytes_per_s) {
   if (!(ms > 0) || !std::isfinite(ms) || !(bytes > 0) || !(peak_bytes_per_s > 0)) return kNaN;
   return 100.0 * bytes / (ms * 1e-3) / peak_bytes_per_s;

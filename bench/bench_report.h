@@ -190,6 +190,11 @@ double llm_sparse_bytes(const SparseTraffic &t);
 // (from block_ptr) rounded up to a multiple of `stride`, and to one stride at least where
 // `empty_gets_a_stride` (the decode kernel's layout: runtime/packing.h).
 int64_t padded_slots(const std::vector<int64_t> &block_ptr, int stride, bool empty_gets_a_stride = false);
+// The same for a decode plan in K panels of `panel_rows` columns (runtime/packing.h): each
+// (panel, row-block) pair's vectors (`col`: each vector's column) rounded up to whole strides,
+// one stride at least, over `panels` panels.
+int64_t padded_panel_slots(const std::vector<int64_t> &block_ptr, const std::vector<int32_t> &col, int64_t panel_rows,
+                           int64_t panels, int stride);
 // Percent of `peak_bytes_per_s` that `bytes` in `ms` is; of kH100SxmInt8DenseTops that
 // `tops` is. NaN when ms or tops is not positive and finite.
 double percent_of_bandwidth(double bytes, double ms, double peak_bytes_per_s);

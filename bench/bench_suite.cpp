@@ -876,7 +876,9 @@ void Suite::llm_dense(int64_t m, int64_t k, int64_t n, bool with_2_4) {
 double sparse_call_bytes(const Plan &plan, const VectorSparse &a, int64_t n) {
   SparseTraffic t;
   const bool decode = plan.launch.family == KernelFamily::SpmmDecode;  // 16-bit indices, no row pointers
-  t.slots = padded_slots(a.block_ptr, plan.k_stride, decode);
+  t.slots = decode && plan.launch.panel_rows > 0
+                ? padded_panel_slots(a.block_ptr, a.col, plan.launch.panel_rows, plan.launch.panels(a.cols), plan.k_stride)
+                : padded_slots(a.block_ptr, plan.k_stride, decode);
   t.index_bytes = decode ? 2 : 4;
   t.row_pointers = !decode;
   t.num_blocks = a.num_blocks();

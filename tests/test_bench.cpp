@@ -560,6 +560,10 @@ TEST(BenchLlm, BytesMovedAndPeaks) {
   EXPECT_DOUBLE_EQ(llm_sparse_bytes(t), 128.0 * 8 * 4 / 8 + 2.0 * 128 + 100.0 * 2 + 24.0 * 2 * 4);
   EXPECT_EQ(padded_slots({0, 0, 5}, 32, true), 64);
   EXPECT_EQ(padded_slots({0, 0, 5}, 32), 32);
+  // In K panels of 64 columns over 3 panels: row-block 0 holds columns 0, 1 and 70 (panels 0
+  // and 1, panel 2 empty), row-block 1 none: every (panel, row-block) one stride at least.
+  EXPECT_EQ(padded_panel_slots({0, 3, 3}, {0, 1, 70}, 64, 3, 32), 6 * 32);
+  EXPECT_EQ(padded_panel_slots({0, 40}, std::vector<int32_t>(40, 5), 64, 1, 32), 64);
   // Shares of the peaks.
   EXPECT_DOUBLE_EQ(percent_of_bandwidth(3.35e9, 1.0, kH100SxmHbmBytesPerSecond), 100.0);  // 3.35 GB in 1 ms
   EXPECT_DOUBLE_EQ(percent_of_int8_peak(kH100SxmInt8DenseTops / 2), 50.0);
