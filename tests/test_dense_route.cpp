@@ -607,6 +607,12 @@ TEST(DenseRoute, ModelReplaysTheLatestH100GridsWithoutALoss) {
   EXPECT_GE(replay_grid_without_a_loss(s32 + "s32d/llm-l4r8-n8192/results.csv", "s4", 8, 18), 15);
   EXPECT_GE(replay_grid_without_a_loss(s32 + "s32e/llm-l8r8/results.csv", "s8", 8, 198), 190);
   EXPECT_GE(replay_grid_without_a_loss(s32 + "s32e/llm-l4r8/results.csv", "s4", 8, 198), 190);
+  // Session 33 (generator 37): the L4-R4 and V=4 / V=2 grids on it, and the L8-R8 grid again.
+  const std::string s33 = "bench/results/2026-11-27-h100-session33/";
+  EXPECT_GE(replay_grid_without_a_loss(s33 + "s33b/llm-l4r4/results.csv", "s4", 8, 198, "s4"), 190);
+  EXPECT_GE(replay_grid_without_a_loss(s33 + "s33b/llm-l8r8-v42/results.csv", "s8", 4, 33), 30);
+  EXPECT_GE(replay_grid_without_a_loss(s33 + "s33b/llm-l8r8-v42/results.csv", "s8", 2, 33), 30);
+  EXPECT_GE(replay_grid_without_a_loss(s33 + "s33h/llm-l8r8/results.csv", "s8", 8, 198), 190);
 }
 
 // Float outputs as the torch layer asks for them (bf16, row x column scales, a row bias; C
