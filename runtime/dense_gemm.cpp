@@ -140,6 +140,20 @@ Selections &selections() {
   static Selections s;
   return s;
 }
+
+// `n` (start, stop) event pairs for timing runs on a stream.
+llvm::Expected<std::vector<std::pair<Event, Event>>> event_pairs(size_t n) {
+  std::vector<std::pair<Event, Event>> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto e0 = Event::create();
+    if (!e0) return e0.takeError();
+    auto e1 = Event::create();
+    if (!e1) return e1.takeError();
+    out.emplace_back(std::move(*e0), std::move(*e1));
+  }
+  return out;
+}
 }  // namespace
 
 struct DenseGemm::Impl {
@@ -443,13 +457,10 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
   std::vector<bool> usable(d.algos.size(), true);
   std::vector<double> rough(d.algos.size(), 0);
   {
-    std::vector<std::pair<Event, Event>> marks;
+    auto pairs = event_pairs(d.algos.size());
+    if (!pairs) return pairs.takeError();
+    std::vector<std::pair<Event, Event>> &marks = *pairs;
     for (size_t i = 0; i < d.algos.size(); ++i) {
-      auto e0 = Event::create();
-      if (!e0) return e0.takeError();
-      auto e1 = Event::create();
-      if (!e1) return e1.takeError();
-      marks.emplace_back(std::move(*e0), std::move(*e1));
       d.chosen = int(i);
       if (auto e = marks[i].first.record(stream)) return e;
       if (auto e = run(a, bt, c, workspace, stream)) {
@@ -482,29 +493,25 @@ llvm::Error DenseGemm::select(const Context &ctx, CUdeviceptr a, CUdeviceptr bt,
   // of deciding for one (timed one algorithm after another, a long benchmark once kept a 3x
   // slower choice for its process), in bursts (pace). Sorted times per candidate, in `which` order.
   auto time_round_robin = [&](const std::vector<int> &which, int runs) -> llvm::Expected<std::vector<std::vector<double>>> {
-    std::vector<Event> start, stop;
-    for (size_t i = 0; i < which.size() * size_t(runs); ++i) {
-      auto e0 = Event::create();
-      if (!e0) return e0.takeError();
-      auto e1 = Event::create();
-      if (!e1) return e1.takeError();
-      start.push_back(std::move(*e0)), stop.push_back(std::move(*e1));
-    }
+    auto pairs = event_pairs(which.size() * size_t(runs));
+    if (!pairs) return pairs.takeError();
+    std::vector<std::pair<Event, Event>> &marks = *pairs;
     for (int r = 0; r < runs; ++r)
       for (size_t w = 0; w < which.size(); ++w) {
         d.chosen = which[w];
         const size_t at = w * size_t(runs) + size_t(r);
         if (auto e = pace(rough[size_t(which[w])])) return e;
         if (auto e = flush->memset(uint8_t(r))) return e;
-        if (auto e = start[at].record(stream)) return e;
+        if (auto e = marks[at].first.record(stream)) return e;
         if (auto e = run(a, bt, c, workspace, stream)) return e;
-        if (auto e = stop[at].record(stream)) return e;
+        if (auto e = marks[at].second.record(stream)) return e;
       }
     if (auto e = ctx.synchronize()) return e;
     std::vector<std::vector<double>> ms(which.size());
     for (size_t w = 0; w < which.size(); ++w) {
       for (int r = 0; r < runs; ++r) {
-        auto x = elapsed_ms(start[w * size_t(runs) + size_t(r)], stop[w * size_t(runs) + size_t(r)]);
+        const auto &[e0, e1] = marks[w * size_t(runs) + size_t(r)];
+        auto x = elapsed_ms(e0, e1);
         if (!x) return x.takeError();
         ms[w].push_back(*x);
       }
