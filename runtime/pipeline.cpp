@@ -156,6 +156,11 @@ class SpmmPipeline : public Pipeline {
     return dense_route_on_device(*ctx_, spec_, *dense_, lhs_->dense.ptr(), dense_bt_.ptr(), out_.ptr(), a_.rows,
                                  a_.cols, n_, spec_.c_col, dense_ws_.ptr(), dense_acc_.ptr(), dense_epi_, stream);
   }
+  llvm::Error poison() override {
+    if (auto e = Pipeline::poison()) return e;
+    return dense_acc_.bytes() ? dense_acc_.memset(0xAB) : llvm::Error::success();
+  }
+  const DeviceBuffer *dense_scratch() const override { return dense_acc_.bytes() ? &dense_acc_ : nullptr; }
   std::string dense_describe() const override {
     if (!dense_) return "";
     const DenseChunks ch = dense_chunks(spec_);

@@ -91,8 +91,14 @@ class Pipeline {
   // The prepared dense GEMM's algorithm, and the operands' int8 chunks where they are split
   // ("...; in int8 chunks u8@0-128 x s8@0: 1 GEMM"; "" before prepare_dense).
   virtual std::string dense_describe() const { return ""; }
-  // Fills the output with 0xAB bytes, so that every element must be written.
-  llvm::Error poison() { return out_.memset(0xAB); }
+  // Fills the output with 0xAB bytes, so that every element must be written. After
+  // prepare_dense, also the GEMMs' int32 planes the epilogue kernel reads (dense_scratch):
+  // the algorithm selection left its own, equal, results there, which would hide a GEMM that
+  // did not write its plane in the checked launch.
+  virtual llvm::Error poison() { return out_.memset(0xAB); }
+  // The dense route's scratch after prepare_dense (the GEMMs' int32 planes, then B's chunk
+  // column sums), where the route has one (dense_needs_scratch); else nullptr.
+  virtual const DeviceBuffer *dense_scratch() const { return nullptr; }
   // Downloads the output (after the caller synchronized) and compares every written element
   // of the checked row-blocks, the reference computed on the host's cores: every row-block,
   // or where that would take more than `budget` multiply-adds (0: no limit), a sample of

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/autotune.h"
+#include "runtime/dense_epilogue.h"
 #include "runtime/dense_gemm.h"
 #include "runtime/dispatch.h"
 #include "runtime/pipeline.h"
@@ -45,6 +46,16 @@ std::string run_dense(Context &ctx, const Problem &p, uint64_t seed) {
   auto pipe = Pipeline::spmm(d->plan.spec, a, std::move(b), p.n);
   if (auto e = pipe->prepare_dense(ctx)) return llvm::toString(std::move(e));
   if (auto e = pipe->poison()) return llvm::toString(std::move(e));
+  // The poison covers the GEMMs' planes too: the selection's results there would otherwise
+  // pass for the checked launch's.
+  if (const DeviceBuffer *scratch = pipe->dense_scratch()) {
+    auto bytes = scratch->download<uint8_t>();
+    if (!bytes) return llvm::toString(bytes.takeError());
+    for (size_t i = 0; i < bytes->size(); ++i)
+      if ((*bytes)[i] != 0xAB) return "the poisoned dense scratch holds " + std::to_string((*bytes)[i]) + " at byte " + std::to_string(i);
+  } else if (dense_needs_scratch(d->plan.spec)) {
+    return "no dense scratch where the route needs one";
+  }
   if (auto e = pipe->launch_dense()) return llvm::toString(std::move(e));
   if (auto e = ctx.synchronize()) return llvm::toString(std::move(e));
   auto v = pipe->verify();
