@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -150,6 +151,18 @@ const magicube::Context &device_context(int device) {
 
 // ---- host matrices --------------------------------------------------------------------------
 
+// An enum field of a caller's struct holds whatever int a C caller stored there. Loading a value
+// outside the enum's range as the enum is undefined in C++ (UBSan: "load of value 7, which is not
+// a valid value for type 'magicube_layout'"), so a field is read as its int until it has been
+// checked; the checks below take these ints.
+template <class E>
+int enum_int(const E &field) {
+  static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int), "a C enum field");
+  int v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+
 const char *dtype_name(int t) {
   switch (t) {
     case MAGICUBE_INT8: return "int8";
@@ -192,7 +205,7 @@ magicube::VectorSparse to_vector_sparse(const magicube_matrix &m, int v, bool ne
   const int64_t nb = (m.rows + v - 1) / v;
   if (!m.block_ptr) {  // dense
     if (!m.values) invalid("matrix: values is NULL (a dense matrix needs its rows * cols values)");
-    with_int_type(m.dtype, [&](auto zero) {
+    with_int_type(enum_int(m.dtype), [&](auto zero) {
       using T = decltype(zero);
       const T *x = static_cast<const T *>(m.values);
       a.block_ptr.reserve(size_t(nb) + 1);
@@ -226,7 +239,7 @@ magicube::VectorSparse to_vector_sparse(const magicube_matrix &m, int v, bool ne
   a.block_ptr.assign(m.block_ptr, m.block_ptr + nb + 1);
   a.col.assign(m.col, m.col + nv);
   if (m.values) {
-    with_int_type(m.dtype, [&](auto zero) {
+    with_int_type(enum_int(m.dtype), [&](auto zero) {
       using T = decltype(zero);
       const T *x = static_cast<const T *>(m.values);
       a.values.assign(x, x + nv * v);
@@ -458,12 +471,12 @@ SpmmLayout spmm_layout(const magicube_op &op, const magicube_packed_header &h, c
                        const magicube_dense &c) {
   const magicube::Plan &p = op.plan();
   if (n < 1) invalid("n: " + std::to_string(n) + " columns of B (allowed: >= 1)");
-  check_layout(b.layout, "b");
-  check_layout(c.layout, "c");
+  check_layout(enum_int(b.layout), "b");
+  check_layout(enum_int(c.layout), "c");
   SpmmLayout l;
-  l.src = src_type(b.dtype, p.spec.rhs, "b");
-  if (c.dtype != output_dtype(p.spec.out))
-    invalid(std::string("c: dtype ") + dtype_name(c.dtype) + " but the op's output is " +
+  l.src = src_type(enum_int(b.dtype), p.spec.rhs, "b");
+  if (enum_int(c.dtype) != output_dtype(p.spec.out))
+    invalid(std::string("c: dtype ") + dtype_name(enum_int(c.dtype)) + " but the op's output is " +
             dtype_name(output_dtype(p.spec.out)) + " (" + magicube::to_string(p.spec) + ")");
   const int64_t k = h.cols;
   if (op.dense()) return dense_spmm_layout(op, h, b, n, c, std::move(l));
@@ -491,12 +504,12 @@ SddmmLayout sddmm_layout(const magicube_op &op, const magicube_packed_header &h,
                          const magicube_dense &b, int64_t k) {
   const magicube::Plan &p = op.plan();
   if (k < 1) invalid("k: " + std::to_string(k) + " is not a reduction length (allowed: >= 1)");
-  check_layout(a.layout, "a");
-  check_layout(b.layout, "b");
+  check_layout(enum_int(a.layout), "a");
+  check_layout(enum_int(b.layout), "b");
   check(magicube::check_reduction_length(p, k), Kind::Invalid);
   SddmmLayout l;
-  l.sa = src_type(a.dtype, p.spec.lhs, "a");
-  l.sb = src_type(b.dtype, p.spec.rhs, "b");
+  l.sa = src_type(enum_int(a.dtype), p.spec.lhs, "a");
+  l.sb = src_type(enum_int(b.dtype), p.spec.rhs, "b");
   const int64_t m = h.rows, n = h.cols;
   // In place: K-contiguous bytes whose pitch (K) the kernel accepts, A with whole row-blocks.
   l.a_in_place = a.layout == MAGICUBE_ROW_MAJOR && k % 128 == 0 && m % p.spec.v == 0 && byte_identity(p.lhs, a.dtype) &&
@@ -1054,14 +1067,14 @@ int magicube_quantize_rows(int device, const magicube_dense *x, int64_t rows, in
     require(x, "x");
     if (rows < 0 || cols < 0)
       invalid("quantize: " + std::to_string(rows) + " x " + std::to_string(cols) + " (rows and cols must be >= 0)");
-    if (x->layout != MAGICUBE_ROW_MAJOR) invalid("x: layout must be MAGICUBE_ROW_MAJOR (rows x cols, row-major)");
+    if (enum_int(x->layout) != MAGICUBE_ROW_MAJOR) invalid("x: layout must be MAGICUBE_ROW_MAJOR (rows x cols, row-major)");
     magicube::capi::FloatType t = magicube::capi::FloatType::F32;
-    switch (x->dtype) {
+    switch (enum_int(x->dtype)) {
       case MAGICUBE_FLOAT32: t = magicube::capi::FloatType::F32; break;
       case MAGICUBE_FLOAT16: t = magicube::capi::FloatType::F16; break;
       case MAGICUBE_BFLOAT16: t = magicube::capi::FloatType::BF16; break;
       default:
-        invalid(std::string("x: dtype ") + dtype_name(x->dtype) + " (allowed: MAGICUBE_FLOAT32, _FLOAT16, _BFLOAT16)");
+        invalid(std::string("x: dtype ") + dtype_name(enum_int(x->dtype)) + " (allowed: MAGICUBE_FLOAT32, _FLOAT16, _BFLOAT16)");
     }
     if (rows == 0) return;
     require(scale, "scale");

@@ -46,6 +46,14 @@ std::string run_cli(const std::string &args) {
   return out;
 }
 
+// A struct's enum field as a C caller may fill it: any int, stored without a C++ enum value
+// (a cast of an out-of-range int to the enum would itself be undefined in C++).
+template <class E>
+void set_raw(E &field, int value) {
+  static_assert(sizeof(E) == sizeof(int), "a C enum field");
+  std::memcpy(&field, &value, sizeof value);
+}
+
 TEST(CApi, Version) {
   EXPECT_STREQ(magicube_version(), MAGICUBE_PROJECT_VERSION);
   EXPECT_STREQ(magicube_version(), MAGICUBE_VERSION_STRING);
@@ -252,6 +260,9 @@ TEST(CApi, PackWritesASelfDescribingBlob) {
   m = magicube_matrix{24, 40, MAGICUBE_FLOAT32, f.data(), nullptr, nullptr, 0};
   EXPECT_EQ(magicube_pack(op.get(), &m, &out), MAGICUBE_ERROR_INVALID);
   EXPECT_NE(std::string(magicube_last_error()).find("float32"), std::string::npos);
+  set_raw(m.dtype, 77);  // no magicube_dtype: refused, read as an int
+  EXPECT_EQ(magicube_pack(op.get(), &m, &out), MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("dtype unknown (77)"), std::string::npos) << magicube_last_error();
 
   // An SDDMM mask: pointers, columns and BCRS offsets, no planes.
   magicube::Op sd("sddmm.s8xs8.v8.i32.sm_90");
@@ -319,6 +330,12 @@ TEST(CApi, QuantizeRowsRefusesBadArgumentsBeforeAnyDeviceWork) {
   expect_invalid(magicube_quantize_rows(0, &xi, 4, 8, dev, scale, nullptr), "x: dtype int8");
   const magicube_dense xc{dev, MAGICUBE_FLOAT32, MAGICUBE_COL_MAJOR};
   expect_invalid(magicube_quantize_rows(0, &xc, 4, 8, dev, scale, nullptr), "MAGICUBE_ROW_MAJOR");
+  magicube_dense xr = x;
+  set_raw(xr.layout, 5);
+  expect_invalid(magicube_quantize_rows(0, &xr, 4, 8, dev, scale, nullptr), "MAGICUBE_ROW_MAJOR");
+  xr = x;
+  set_raw(xr.dtype, -3);
+  expect_invalid(magicube_quantize_rows(0, &xr, 4, 8, dev, scale, nullptr), "x: dtype unknown");
   expect_invalid(magicube_quantize_rows(0, &x, 4, 8, dev, nullptr, nullptr), "scale: NULL");
   expect_invalid(magicube_quantize_rows(0, &x, 4, 8, nullptr, scale, nullptr), "q: NULL");
   expect_invalid(magicube_quantize_rows(0, &x, 4, 8, dev, reinterpret_cast<float *>(uintptr_t(0x20002)), nullptr),
@@ -359,7 +376,19 @@ TEST(CApi, RunRefusesBadArgumentsBeforeAnyDeviceWork) {
   expect_invalid(run(p.header(), magicube_dense{dev, MAGICUBE_INT8, MAGICUBE_ROW_MAJOR}, 8, c, 1 << 20),
                  "cannot hold");
   expect_invalid(run(p.header(), b, 8, magicube_dense{dev, MAGICUBE_FLOAT16, MAGICUBE_ROW_MAJOR}, 1 << 20), "c: dtype");
-  expect_invalid(run(p.header(), magicube_dense{dev, MAGICUBE_UINT8, magicube_layout(7)}, 8, c, 1 << 20), "layout");
+  // Enum fields holding values no enumerator has (what a C caller can store): refused by name,
+  // read as ints (UBSan's build checks that no such value is loaded as the enum).
+  magicube_dense bad_b = b, bad_c = c;
+  set_raw(bad_b.layout, 7);
+  expect_invalid(run(p.header(), bad_b, 8, c, 1 << 20), "b: layout 7");
+  bad_b = b;
+  set_raw(bad_b.dtype, 42);
+  expect_invalid(run(p.header(), bad_b, 8, c, 1 << 20), "b: dtype unknown");
+  set_raw(bad_c.layout, -1);
+  expect_invalid(run(p.header(), b, 8, bad_c, 1 << 20), "c: layout -1");
+  bad_c = c;
+  set_raw(bad_c.dtype, 1000);
+  expect_invalid(run(p.header(), b, 8, bad_c, 1 << 20), "c: dtype unknown");
   expect_invalid(run(p.header(), b, 8, c, 10), "workspace");
   magicube::Op other("spmm.s8xu8.v8.n128.pf.i32.sm_90");
   magicube::Packed po = other.pack(magicube::dense_matrix(w.data(), 24, 40));
@@ -388,6 +417,15 @@ TEST(CApi, RunRefusesBadArgumentsBeforeAnyDeviceWork) {
   EXPECT_EQ(magicube_sddmm_run(s16.get(), &m16.header(), dev, &a16, &b16, 1 << 20, dev, MAGICUBE_BCRS, nullptr, dev,
                                1 << 30, nullptr),
             MAGICUBE_ERROR_INVALID);
+  magicube_dense bad_a16 = a16, bad_b16 = b16;
+  set_raw(bad_a16.layout, 2);
+  expect_invalid(magicube_sddmm_run(s16.get(), &m16.header(), dev, &bad_a16, &b16, 1, dev, MAGICUBE_BCRS, nullptr, dev,
+                                    1 << 30, nullptr),
+                 "a: layout 2");
+  set_raw(bad_b16.dtype, 99);
+  expect_invalid(magicube_sddmm_run(s16.get(), &m16.header(), dev, &a16, &bad_b16, 1, dev, MAGICUBE_BCRS, nullptr, dev,
+                                    1 << 30, nullptr),
+                 "b: dtype unknown");
 }
 
 // ---- GPU: host operands through the whole device path -----------------------------------------
