@@ -52,7 +52,8 @@ std::string run_dense(Context &ctx, const Problem &p, uint64_t seed) {
     auto bytes = scratch->download<uint8_t>();
     if (!bytes) return llvm::toString(bytes.takeError());
     for (size_t i = 0; i < bytes->size(); ++i)
-      if ((*bytes)[i] != 0xAB) return "the poisoned dense scratch holds " + std::to_string((*bytes)[i]) + " at byte " + std::to_string(i);
+      if ((*bytes)[i] != 0xAB)
+        return "the poisoned dense scratch holds " + std::to_string((*bytes)[i]) + " at byte " + std::to_string(i);
   } else if (dense_needs_scratch(d->plan.spec)) {
     return "no dense scratch where the route needs one";
   }
