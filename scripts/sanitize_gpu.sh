@@ -50,15 +50,21 @@ cases=(
   "dense|^cuBLASLt int8|$s8 --v=8 --route=dense --m=256 --k=512 --sparsity=0.5 --n=128"
   "dense-chunks|^cuBLASLt int8 .*in int8 chunks|--lhs=u8 --rhs=s12 --v=8 --route=dense --out=f32 --scale=rowcol --bias=col --m=256 --k=512 --sparsity=0.5 --n=128"
 )
+# A case's three fields: name, want (the kernel pattern), flags.
+split_case() {
+  name=${1%%|*}
+  local rest=${1#*|}
+  want=${rest%%|*}
+  flags=${rest#*|}
+}
+
 # The plans alone: what each case's flags plan on the reference device, checked like a run's
 # kernel line (the dense route's cases: the route line). Run options are not plan options.
 if [ "$check_plans" = 1 ]; then
   status=0
   for c in "${cases[@]}"; do
-    name=${c%%|*}
-    rest=${c#*|}
-    want=${rest%%|*}
-    flags=$(sed -E 's/ --layers=[0-9]+//' <<<"${rest#*|}")
+    split_case "$c"
+    flags=$(sed -E 's/ --layers=[0-9]+//' <<<"$flags")
     # shellcheck disable=SC2086
     out=$("$bin/magicube" plan $flags 2>&1)
     if grep -q -- '--route=dense' <<<"$flags"; then
@@ -96,16 +102,12 @@ only=" ${CASES:-} "
 status=0
 for tool in "${tools[@]}"; do
   for c in "${cases[@]}"; do
-    name=${c%%|*}
-    rest=${c#*|}
-    want=${rest%%|*}
-    flags=${rest#*|}
+    split_case "$c"
     [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
     log="$out/$tool-$name.log"
-    extra=()  # (initcheck's --track-unused-memory is a switch, off by default: nothing to add)
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
-    timeout "${RUN_TIMEOUT:-240}" "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "${extra[@]}" \
+    timeout "${RUN_TIMEOUT:-240}" "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 \
       "$bin/magicube" run $flags --repeat=1 --warmup=0 >"$log" 2>&1
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
