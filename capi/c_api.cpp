@@ -23,6 +23,7 @@
 #include "compiler/planner.h"
 #include "runtime/dense_epilogue.h"
 #include "runtime/dispatch.h"
+#include "runtime/packed_check.h"
 #include "runtime/magicube.h"
 
 using magicube::Error;
@@ -307,8 +308,10 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
             std::to_string(bytes_available) + " are given");
   if (h.op != 0 && h.op != 1) invalid("packed: op " + std::to_string(h.op) + " (allowed: 0 spmm, 1 sddmm)");
   if (h.num_planes < 0 || h.num_planes > 4) invalid("packed: " + std::to_string(h.num_planes) + " planes (allowed: 0..4)");
-  auto in = [&](int64_t off, int64_t n, const char *what) {
-    if (off < MAGICUBE_PACKED_HEADER_BYTES || n < 0 || off + n > h.total_bytes)
+  // `count` elements of `elem` bytes at `off`: counted before they are multiplied (a hostile
+  // count must not wrap).
+  auto in = [&](int64_t off, int64_t count, int64_t elem, const char *what) {
+    if (off < MAGICUBE_PACKED_HEADER_BYTES || off > h.total_bytes || count < 0 || count > (h.total_bytes - off) / elem)
       invalid(std::string("packed: ") + what + " lies outside the blob");
   };
   if (h.route != 0 && h.route != 1) invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
@@ -319,14 +322,14 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
               std::to_string(h.rows) + " x " + std::to_string(h.cols) +
               " (allowed: one or two int8 planes, with or without their row sums; runtime/dense_route.h)");
     if (h.dense_offset % kBlobAlign != 0) invalid("packed: the dense copy is not 256-byte aligned in the blob");
-    in(h.dense_offset, h.dense_bytes, "the dense copy");
+    in(h.dense_offset, h.dense_bytes, 1, "the dense copy");
     return;
   }
   if (h.dense_offset != 0 || h.dense_bytes != 0) invalid("packed: a sparse blob (route 0) names a dense copy");
-  in(h.row_ptr_offset, 8 * h.num_blocks, "row_ptr");
-  in(h.col_idx_offset, 4 * h.num_slots, "col_idx");
-  if (h.op == 1) in(h.bcrs_ptr_offset, 8 * (h.num_blocks + 1), "bcrs_ptr");
-  for (int64_t j = 0; j < h.num_planes; ++j) in(h.plane_offset[j], h.plane_bytes[j], "a plane");
+  in(h.row_ptr_offset, h.num_blocks, 8, "row_ptr");
+  in(h.col_idx_offset, h.num_slots, 4, "col_idx");
+  if (h.op == 1) in(h.bcrs_ptr_offset, h.num_blocks + 1, 8, "bcrs_ptr");
+  for (int64_t j = 0; j < h.num_planes; ++j) in(h.plane_offset[j], h.plane_bytes[j], 1, "a plane");
 }
 
 // The header must be one this op packed.
@@ -349,6 +352,29 @@ void check_header_for(const magicube_op &op, const magicube_packed_header &h) {
             magicube::to_string(op.spec()) + ") packs " +
             std::to_string(magicube::dense_lhs_bytes(op.spec(), h.rows, h.cols)) + " for A of " +
             std::to_string(h.rows) + " x " + std::to_string(h.cols) + ": pack it with this op");
+}
+
+// The body of a blob held on the host, as its header `h` describes it (runtime/packed_check.h).
+void check_body(const magicube_op &op, const magicube_packed_header &h, const void *blob) {
+  check_header_for(op, h);
+  const auto *base = static_cast<const uint8_t *>(blob);
+  auto span = [&](int64_t off, int64_t bytes) { return magicube::ByteSpan{base + off, bytes}; };
+  magicube::PackedView a;
+  a.rows = h.rows, a.cols = h.cols, a.v = h.v, a.stride = h.stride;
+  a.num_blocks = h.num_blocks, a.num_slots = h.num_slots, a.num_vectors = h.num_vectors;
+  a.max_block_length = h.max_block_length;
+  if (h.route == 1) {
+    a.dense = span(h.dense_offset, h.dense_bytes);
+    return check(magicube::check_packed_dense_lhs(a, op.plan()), Kind::Invalid);
+  }
+  a.row_ptr = span(h.row_ptr_offset, 8 * h.num_blocks);
+  a.col_idx = span(h.col_idx_offset, 4 * h.num_slots);
+  if (h.op == 1) {
+    a.bcrs_ptr = span(h.bcrs_ptr_offset, 8 * (h.num_blocks + 1));
+    return check(magicube::check_packed_mask(a, op.plan()), Kind::Invalid);
+  }
+  for (int64_t j = 0; j < h.num_planes; ++j) a.planes.push_back(span(h.plane_offset[j], h.plane_bytes[j]));
+  check(magicube::check_packed_lhs(a, op.plan()), Kind::Invalid);
 }
 
 // ---- device operands -------------------------------------------------------------------------
@@ -978,6 +1004,21 @@ int magicube_packed_read_header(const void *blob, size_t bytes, magicube_packed_
   });
 }
 
+int magicube_packed_check(const magicube_op *op, const void *blob, size_t bytes, magicube_packed_header *out) {
+  return guarded([&] {
+    require(op, "op");
+    require(blob, "blob");
+    if (bytes < MAGICUBE_PACKED_HEADER_BYTES)
+      invalid("blob: " + std::to_string(bytes) + " bytes, shorter than the " +
+              std::to_string(MAGICUBE_PACKED_HEADER_BYTES) + "-byte header");
+    magicube_packed_header h;
+    std::memcpy(&h, blob, sizeof h);
+    check_header(h, bytes);
+    check_body(*op, h, blob);
+    if (out) *out = h;
+  });
+}
+
 int magicube_spmm_workspace_bytes(const magicube_op *op, const magicube_packed_header *header,
                                   const magicube_dense *b, int64_t n, const magicube_dense *c, size_t *bytes) {
   return guarded([&] {
@@ -1103,7 +1144,7 @@ int magicube_spmm_host(const magicube_op *op, const magicube_packed_header *head
     require(c->data, "c.data");
     if (!op->spmm) invalid("op: an SDDMM op given to magicube_spmm_host");
     const magicube_packed_header &h = *header;
-    check_header_for(*op, h);
+    check_body(*op, h, a_packed);
     SpmmLayout l = spmm_layout(*op, h, *b, n, *c);  // validates before any device work
     (void)device_epilogue(op->spec(), epilogue, h.rows, n);
     const magicube::Context &ctx = device_context(op->device);
@@ -1143,7 +1184,7 @@ int magicube_sddmm_host(const magicube_op *op, const magicube_packed_header *hea
     require(out, "out");
     if (!op->sddmm) invalid("op: an SpMM op given to magicube_sddmm_host");
     const magicube_packed_header &h = *header;
-    check_header_for(*op, h);
+    check_body(*op, h, mask_packed);
     SddmmLayout l = sddmm_layout(*op, h, *a, *b, k);
     if (out_layout != MAGICUBE_BCRS && out_layout != MAGICUBE_SRBCRS)
       invalid("out_layout: " + std::to_string(out_layout) + " (allowed: 0 BCRS, 1 SR-BCRS)");

@@ -290,6 +290,16 @@ MAGICUBE_API const magicube_packed_header *magicube_packed_get_header(const magi
 /* Reads and checks the header at the start of a blob held on the host (e.g. one loaded
  * from a file): magic, format version, sizes. */
 MAGICUBE_API int magicube_packed_read_header(const void *blob, size_t bytes, magicube_packed_header *out);
+/* Checks a whole blob held on the host for `op` before it goes to the device: the header as
+ * magicube_packed_read_header does, that this op packed it (plan, route), and the body: row
+ * pointers in order, every column index within A's K (a mask's N), a decode plan's schedule,
+ * every value within the op's lhs type (pads and rows past M zero), no row-block longer than
+ * the header's max_block_length (which the op's exactness bound admits). A blob that passes is
+ * one the kernels read within bounds. Check a blob that comes from a file or another process
+ * once, before copying it to the device: magicube_spmm_run and magicube_sddmm_run read the
+ * device copy and check only its header (magicube_spmm_host and magicube_sddmm_host check the
+ * whole blob). `out` (may be NULL) receives the header. */
+MAGICUBE_API int magicube_packed_check(const magicube_op *op, const void *blob, size_t bytes, magicube_packed_header *out);
 
 /* ---- device operands ----------------------------------------------------------------------- */
 

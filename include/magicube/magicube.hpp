@@ -171,6 +171,13 @@ class Op {
     detail::check(magicube_pack(op_.get(), &matrix, &p));
     return Packed(p);
   }
+  // A blob from elsewhere (a file, another process), checked whole for this op before it goes
+  // to the device (magicube_packed_check); returns its header.
+  magicube_packed_header check_packed(const void *blob, size_t bytes) const {
+    magicube_packed_header h{};
+    detail::check(magicube_packed_check(op_.get(), blob, bytes, &h));
+    return h;
+  }
 
   // ---- device operands (asynchronous on `stream`; see magicube.h) ----
   size_t spmm_workspace_bytes(const magicube_packed_header &a, const magicube_dense &b, int64_t n,

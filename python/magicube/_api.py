@@ -199,10 +199,12 @@ class Packed:
 
     @classmethod
     def from_bytes(cls, op, data):
-        """A blob saved earlier (bytes or a uint8 array) for `op`; the header is checked."""
+        """A blob saved earlier (bytes or a uint8 array) for `op`; the whole blob is checked
+        against `op` (magicube_packed_check: its header, and a body that the kernels read within
+        bounds, with values of the op's type) before it is used."""
         blob = np.frombuffer(bytes(data), dtype=np.uint8).copy()
         header = _lib.PackedHeader()
-        check(_lib.lib().magicube_packed_read_header(blob.ctypes.data, blob.nbytes, byref(header)))
+        check(_lib.lib().magicube_packed_check(op._handle, blob.ctypes.data, blob.nbytes, byref(header)))
         return cls(op, blob, header)
 
     def device_blob(self, like):

@@ -142,6 +142,7 @@ def _declare(lib):
     fn("magicube_packed_bytes", c_size_t, c_void_p)
     fn("magicube_packed_get_header", POINTER(PackedHeader), c_void_p)
     fn("magicube_packed_read_header", c_int, c_void_p, c_size_t, POINTER(PackedHeader))
+    fn("magicube_packed_check", c_int, c_void_p, c_void_p, c_size_t, POINTER(PackedHeader))
     fn("magicube_spmm_workspace_bytes", c_int, c_void_p, POINTER(PackedHeader), POINTER(Dense), c_int64,
        POINTER(Dense), POINTER(c_size_t))
     fn("magicube_spmm_run", c_int, c_void_p, POINTER(PackedHeader), c_void_p, POINTER(Dense), c_int64, POINTER(Dense),

@@ -49,6 +49,19 @@ def test_corrupt_blobs_are_refused():
         magicube.Packed.from_bytes(p.op, bad)
     with pytest.raises(magicube.Error, match="header"):
         magicube.Packed.from_bytes(p.op, p.blob[:100])
+    # The body too: a column index past K, a value outside the op's type.
+    h = p.header
+    bad = p.blob.copy()
+    real = next(i for i in range(h.num_slots) if bad[h.col_idx_offset + 4 * i:][:4].view(np.int32)[0] >= 0)
+    bad[h.col_idx_offset + 4 * real:][:4].view(np.int32)[0] = 32
+    with pytest.raises(magicube.Error, match="is 32, outside A's K=32"):
+        magicube.Packed.from_bytes(p.op, bad)
+    q = magicube.pack_weight(np.clip(w, -8, 7), "spmm.s4xs8.v8.n64.i32.sm_80")
+    bad = q.blob.copy()
+    assert magicube.Packed.from_bytes(q.op, bad).nbytes == q.nbytes
+    bad[q.header.plane_offset[0]:q.header.plane_offset[0] + q.header.plane_bytes[0]] = 0x88  # -8 everywhere
+    with pytest.raises(magicube.Error, match=r"in a pad \(pads hold 0\)"):
+        magicube.Packed.from_bytes(q.op, bad)
 
 
 @pytest.mark.parametrize("matrix, spec, needle", [
