@@ -83,17 +83,23 @@ class ChunkValues {
   const std::vector<ByteSpan> &planes_;
 };
 
-// Row r (of V) of a row-block's values at element e: within the lhs type, 0 where the slot is a
-// pad or the row lies past M.
+// Row `row` of A's values in slot `slot`, at element e: within the lhs type, 0 where the slot is
+// a pad or the row lies past M.
 llvm::Error check_value(const ChunkValues &vals, const ElemType &t, int64_t e, int64_t row, int64_t rows, bool pad,
-                        const std::string &where, int64_t *x_out = nullptr) {
+                        int64_t slot, int64_t *x_out = nullptr) {
   int64_t x = 0;
-  if (!vals.get(e, x)) return err(where + ": its chunks hold bits no " + t.str() + " value's chunks have");
-  if (!t.contains(x)) return err(where + " = " + str(x) + " is outside " + t.str() + "'s range [" + str(t.min_value()) + ", " + str(t.max_value()) + "]");
-  if (x != 0 && pad) return err(where + " = " + str(x) + " in a pad (pads hold 0)");
-  if (x != 0 && row >= rows) return err(where + " = " + str(x) + " in row " + str(row) + ", past M=" + str(rows) + " (those rows hold 0)");
-  if (x_out) *x_out = x;
-  return llvm::Error::success();
+  const bool decoded = vals.get(e, x);
+  if (decoded && t.contains(x) && (x == 0 || (!pad && row < rows))) {
+    if (x_out) *x_out = x;
+    return llvm::Error::success();
+  }
+  const std::string where = "A[" + str(row) + ", slot " + str(slot) + "]";  // built only for the message
+  if (!decoded) return err(where + ": its chunks hold bits no " + t.str() + " value's chunks have");
+  if (!t.contains(x))
+    return err(where + " = " + str(x) + " is outside " + t.str() + "'s range [" + str(t.min_value()) + ", " +
+               str(t.max_value()) + "]");
+  if (pad) return err(where + " = " + str(x) + " in a pad (pads hold 0)");
+  return err(where + " = " + str(x) + " in row " + str(row) + ", past M=" + str(rows) + " (those rows hold 0)");
 }
 
 // Where slot p's values sit: the plan's shuffle moves them within groups of G slots.
@@ -161,7 +167,7 @@ llvm::Error check_strided_lhs(const PackedView &a, const Plan &plan, const Chunk
       const int64_t q = value_slot(plan, p);
       for (int64_t r = 0; r < v; ++r)
         if (auto e = check_value(vals, plan.spec.lhs, (q / stride) * stride * v + r * stride + q % stride, b * v + r,
-                                 a.rows, c < 0, "A[" + str(b * v + r) + ", slot " + str(p) + "]"))
+                                 a.rows, c < 0, p))
           return e;
     }
     if (int64_t(cols.size()) != real)
@@ -247,8 +253,7 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
       bool any = false;
       for (int64_t r = 0; r < v; ++r) {
         int64_t x = 0;
-        if (auto e = check_value(vals, plan.spec.lhs, base + r * 32, (b % nb) * v + r, a.rows, c >= limit,
-                                 "A[" + str((b % nb) * v + r) + ", slot " + str(p) + "]", &x))
+        if (auto e = check_value(vals, plan.spec.lhs, base + r * 32, (b % nb) * v + r, a.rows, c >= limit, p, &x))
           return e;
         any |= x != 0;
       }
