@@ -150,6 +150,7 @@ llvm::Error check_distinct(std::vector<int32_t> &cols, int64_t b) {
 llvm::Error check_strided_lhs(const PackedView &a, const Plan &plan, const ChunkValues &vals) {
   const int64_t stride = plan.k_stride, v = a.v;
   if (a.stride != stride) return err("stride " + str(a.stride) + ", the plan's is " + str(stride));
+  if (a.num_slots < 0 || a.num_slots > INT32_MAX) return err(str(a.num_slots) + " slots (allowed: 0..2^31-1)");
   if (a.num_slots % stride) return err(str(a.num_slots) + " slots are not whole strides of " + str(stride));
   if (auto e = check_size(a.row_ptr, 8 * a.num_blocks, "row_ptr")) return e;
   if (auto e = check_size(a.col_idx, 4 * a.num_slots, "col_idx")) return e;
@@ -310,6 +311,8 @@ llvm::Error check_packed_dense_lhs(const PackedView &a, const Plan &plan) {
   if (auto e = check_shape(a, plan)) return e;
   const OpSpec &spec = plan.spec;
   if (std::string why = dense_reduction_refusal(spec, a.max_block_length, a.cols); !why.empty()) return err(why);
+  if (a.rows * a.cols > a.dense.size)  // rows and cols are below 2^31 here: no wrap
+    return err("the dense copy takes " + str(a.dense.size) + " bytes, short of A's " + str(a.rows) + " x " + str(a.cols));
   if (auto e = check_size(a.dense, dense_lhs_bytes(spec, a.rows, a.cols), "the dense copy")) return e;
   const DenseChunks ch = dense_chunks(spec);
   const int64_t m = a.rows, k = a.cols, stride = dense_plane_stride(m, k, 1), v = a.v;

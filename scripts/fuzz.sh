@@ -6,14 +6,14 @@
 # build-fuzz/crashes/<name>/ and makes the script exit 1 (copy it into fuzz/corpus/<name>/
 # once fixed: every ordinary build replays that folder under ctest).
 #
-#   bash scripts/fuzz.sh [SECONDS] [smtx|spec|tune_record|cache_entry|bundle ...]
+#   bash scripts/fuzz.sh [SECONDS] [smtx|spec|tune_record|cache_entry|bundle|packed ...]
 #   JOBS=2 bash scripts/fuzz.sh 600       # two targets at a time
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(smtx spec tune_record cache_entry bundle)
+((${#targets[@]})) || targets=(smtx spec tune_record cache_entry bundle packed)
 jobs=${JOBS:-1}
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (apt-get install clang libclang-rt-dev)" >&2; exit 1; }
 export PATH=/usr/local/cuda/bin:$PATH
