@@ -990,30 +990,31 @@ const magicube_packed_header *magicube_packed_get_header(const magicube_packed *
   return packed ? &packed->header : nullptr;
 }
 
+namespace {
+// The header at the start of a host blob of `bytes` bytes, checked against its size.
+magicube_packed_header blob_header(const void *blob, size_t bytes) {
+  require(blob, "blob");
+  if (bytes < MAGICUBE_PACKED_HEADER_BYTES)
+    invalid("blob: " + std::to_string(bytes) + " bytes, shorter than the " +
+            std::to_string(MAGICUBE_PACKED_HEADER_BYTES) + "-byte header");
+  magicube_packed_header h;
+  std::memcpy(&h, blob, sizeof h);
+  check_header(h, bytes);
+  return h;
+}
+}  // namespace
+
 int magicube_packed_read_header(const void *blob, size_t bytes, magicube_packed_header *out) {
   return guarded([&] {
-    require(blob, "blob");
     require(out, "out");
-    if (bytes < MAGICUBE_PACKED_HEADER_BYTES)
-      invalid("blob: " + std::to_string(bytes) + " bytes, shorter than the " +
-              std::to_string(MAGICUBE_PACKED_HEADER_BYTES) + "-byte header");
-    magicube_packed_header h;
-    std::memcpy(&h, blob, sizeof h);
-    check_header(h, bytes);
-    *out = h;
+    *out = blob_header(blob, bytes);
   });
 }
 
 int magicube_packed_check(const magicube_op *op, const void *blob, size_t bytes, magicube_packed_header *out) {
   return guarded([&] {
     require(op, "op");
-    require(blob, "blob");
-    if (bytes < MAGICUBE_PACKED_HEADER_BYTES)
-      invalid("blob: " + std::to_string(bytes) + " bytes, shorter than the " +
-              std::to_string(MAGICUBE_PACKED_HEADER_BYTES) + "-byte header");
-    magicube_packed_header h;
-    std::memcpy(&h, blob, sizeof h);
-    check_header(h, bytes);
+    const magicube_packed_header h = blob_header(blob, bytes);
     check_body(*op, h, blob);
     if (out) *out = h;
   });
