@@ -331,7 +331,9 @@ class SparseLinear(torch.nn.Module):
     the same bits. `route` says which.
 
     The packed weight is the buffer `packed` (uint8; moves with .to()/.cuda(), saved in the
-    state dict); `header`, `spec`, `candidate` and `route` are plain attributes."""
+    state dict); `header`, `spec`, `candidate` and `route` are plain attributes. A state dict's
+    `packed` is checked whole against the layer's op when it is loaded (a blob packed for another
+    plan, or a corrupt one, raises Error) and its header becomes the layer's."""
 
     def __init__(self, weight_q, weight_scale, bias=None, *, v=8, out_dtype=torch.bfloat16, arch=None, n_hint=256,
                  allow_dense=False):
@@ -363,6 +365,24 @@ class SparseLinear(torch.nn.Module):
         """Prunes and quantizes a float weight (see prune_and_quantize)."""
         q, scale = prune_and_quantize(weight, sparsity, v)
         return cls(q, scale, bias, v=v, **kwargs)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A checkpoint's `packed` may come from anywhere: the blob is checked whole against this
+        # layer's op (magicube_packed_check: packed for this plan and route, a body the kernels read
+        # within bounds) before any kernel reads it, and its own header replaces the one this layer
+        # was built with.
+        kept = self.packed.detach().clone()  # what the layer holds if the state dict's blob is refused
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if self.packed.device.type == "meta":
+            return  # no bytes to check (nor to run)
+        dev = self.packed.device.index if self.packed.device.type == "cuda" else 0
+        op, _ = _op(self.spec, self.candidate, dev or 0, self.route == "dense")
+        try:
+            checked = _api.Packed.from_bytes(op, self.packed.detach().cpu().numpy())
+        except Error as e:
+            self._buffers["packed"] = kept
+            raise Error(f"SparseLinear: the state dict's {prefix}packed: {e}") from None
+        self.header = tuple(checked.header_list)
 
     def forward(self, x):
         lead = x.shape[:-1]

@@ -67,6 +67,29 @@ def test_sparse_linear_on_the_cpu_packs_and_traces():
     assert y.shape == (3, 7, 24) and y.dtype == torch.bfloat16
 
 
+def test_sparse_linear_checks_a_loaded_state_dict():
+    # A layer of the same plan loads another weight's blob (its header follows it); a corrupt blob
+    # or one packed for another plan is refused when loaded, before any kernel could read it.
+    torch.manual_seed(3)
+    a = mt.SparseLinear.from_dense(torch.nn.Linear(64, 24).weight, sparsity=0.7, v=8, arch="sm_90")
+    b = mt.SparseLinear.from_dense(torch.nn.Linear(64, 24).weight, sparsity=0.7, v=8, arch="sm_90")
+    assert a.spec == b.spec and a.packed.numel() == b.packed.numel() and not torch.equal(a.packed, b.packed)
+    a.load_state_dict(b.state_dict())
+    assert a.header == b.header and torch.equal(a.packed, b.packed)
+    kept = a.packed.clone()
+    bad = b.state_dict()
+    bad["packed"] = bad["packed"].clone()
+    bad["packed"][80] += 1  # the header's num_vectors (int64 10), one more than the body holds
+    with pytest.raises(magicube.Error, match="the state dict's packed: packed: .* the header's num_vectors says"):
+        a.load_state_dict(bad)
+    wrong = b.state_dict()
+    wrong["packed"] = wrong["packed"].clone()
+    wrong["packed"][24] ^= 1  # the header's plan_fingerprint (int64 3)
+    with pytest.raises(magicube.Error, match="packed for another plan"):
+        a.load_state_dict(wrong, assign=True)
+    assert torch.equal(a.packed, kept) and a.header == b.header  # a refused blob is not kept
+
+
 def test_sparse_linear_traces_as_one_graph():
     # What torch.compile(fullgraph=True) needs: Dynamo captures the whole forward, the custom op
     # included, through its fake implementation (no GPU: strict torch.export runs Dynamo).
