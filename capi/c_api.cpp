@@ -308,11 +308,20 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
             std::to_string(bytes_available) + " are given");
   if (h.op != 0 && h.op != 1) invalid("packed: op " + std::to_string(h.op) + " (allowed: 0 spmm, 1 sddmm)");
   if (h.num_planes < 0 || h.num_planes > 4) invalid("packed: " + std::to_string(h.num_planes) + " planes (allowed: 0..4)");
+  // The counts the output sizes multiply (magicube_output_elements): bounded, so no product wraps.
+  if (h.v < 1 || h.v > 1024 || h.rows < 0 || h.rows > INT32_MAX || h.cols < 0 || h.cols > INT32_MAX ||
+      h.num_vectors < 0 || h.num_vectors > (int64_t{1} << 40) || h.num_slots < 0 || h.num_slots > (int64_t{1} << 40))
+    invalid("packed: V=" + std::to_string(h.v) + ", " + std::to_string(h.rows) + " x " + std::to_string(h.cols) + ", " +
+            std::to_string(h.num_vectors) + " vectors, " + std::to_string(h.num_slots) +
+            " slots (allowed: V 1..1024, M and K 0..2^31-1, vectors and slots 0..2^40)");
   // `count` elements of `elem` bytes at `off`: counted before they are multiplied (a hostile
   // count must not wrap).
+  // Every array starts 256-byte aligned, as magicube_pack writes them (the kernels' vector loads
+  // need 16 bytes, cuBLASLt 256).
   auto in = [&](int64_t off, int64_t count, int64_t elem, const char *what) {
     if (off < MAGICUBE_PACKED_HEADER_BYTES || off > h.total_bytes || count < 0 || count > (h.total_bytes - off) / elem)
       invalid(std::string("packed: ") + what + " lies outside the blob");
+    if (off % kBlobAlign != 0) invalid(std::string("packed: ") + what + " is not 256-byte aligned in the blob");
   };
   if (h.route != 0 && h.route != 1) invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
   if (h.route == 1) {
@@ -321,7 +330,6 @@ void check_header(const magicube_packed_header &h, size_t bytes_available) {
       invalid("packed: the dense copy has " + std::to_string(h.dense_bytes) + " bytes for A of " +
               std::to_string(h.rows) + " x " + std::to_string(h.cols) +
               " (allowed: one or two int8 planes, with or without their row sums; runtime/dense_route.h)");
-    if (h.dense_offset % kBlobAlign != 0) invalid("packed: the dense copy is not 256-byte aligned in the blob");
     in(h.dense_offset, h.dense_bytes, 1, "the dense copy");
     return;
   }
@@ -354,6 +362,14 @@ void check_header_for(const magicube_op &op, const magicube_packed_header &h) {
             std::to_string(h.rows) + " x " + std::to_string(h.cols) + ": pack it with this op");
 }
 
+// A host run's header: the one its blob starts with (so that the sizes it gives are the blob's).
+const magicube_packed_header &own_header(const magicube_packed_header &h, const void *blob) {
+  if (std::memcmp(&h, blob, sizeof h) != 0)
+    invalid("header: not the header the blob starts with (pass magicube_packed_get_header's, or the one "
+            "magicube_packed_check returned)");
+  return h;
+}
+
 // The body of a blob held on the host, as its header `h` describes it (runtime/packed_check.h).
 void check_body(const magicube_op &op, const magicube_packed_header &h, const void *blob) {
   check_header_for(op, h);
@@ -369,11 +385,11 @@ void check_body(const magicube_op &op, const magicube_packed_header &h, const vo
   }
   a.row_ptr = span(h.row_ptr_offset, 8 * h.num_blocks);
   a.col_idx = span(h.col_idx_offset, 4 * h.num_slots);
+  for (int64_t j = 0; j < h.num_planes; ++j) a.planes.push_back(span(h.plane_offset[j], h.plane_bytes[j]));
   if (h.op == 1) {
     a.bcrs_ptr = span(h.bcrs_ptr_offset, 8 * (h.num_blocks + 1));
     return check(magicube::check_packed_mask(a, op.plan()), Kind::Invalid);
   }
-  for (int64_t j = 0; j < h.num_planes; ++j) a.planes.push_back(span(h.plane_offset[j], h.plane_bytes[j]));
   check(magicube::check_packed_lhs(a, op.plan()), Kind::Invalid);
 }
 
@@ -1144,7 +1160,7 @@ int magicube_spmm_host(const magicube_op *op, const magicube_packed_header *head
     require(b->data, "b.data");
     require(c->data, "c.data");
     if (!op->spmm) invalid("op: an SDDMM op given to magicube_spmm_host");
-    const magicube_packed_header &h = *header;
+    const magicube_packed_header &h = own_header(*header, a_packed);
     check_body(*op, h, a_packed);
     SpmmLayout l = spmm_layout(*op, h, *b, n, *c);  // validates before any device work
     (void)device_epilogue(op->spec(), epilogue, h.rows, n);
@@ -1184,7 +1200,7 @@ int magicube_sddmm_host(const magicube_op *op, const magicube_packed_header *hea
     require(b->data, "b.data");
     require(out, "out");
     if (!op->sddmm) invalid("op: an SpMM op given to magicube_sddmm_host");
-    const magicube_packed_header &h = *header;
+    const magicube_packed_header &h = own_header(*header, mask_packed);
     check_body(*op, h, mask_packed);
     SddmmLayout l = sddmm_layout(*op, h, *a, *b, k);
     if (out_layout != MAGICUBE_BCRS && out_layout != MAGICUBE_SRBCRS)

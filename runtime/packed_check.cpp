@@ -150,7 +150,8 @@ llvm::Error check_distinct(std::vector<int32_t> &cols, int64_t b) {
 llvm::Error check_strided_lhs(const PackedView &a, const Plan &plan, const ChunkValues &vals) {
   const int64_t stride = plan.k_stride, v = a.v;
   if (a.stride != stride) return err("stride " + str(a.stride) + ", the plan's is " + str(stride));
-  if (a.num_slots < 0 || a.num_slots > INT32_MAX) return err(str(a.num_slots) + " slots (allowed: 0..2^31-1)");
+  if (a.num_slots < 0 || a.num_slots > INT32_MAX / 16)  // pack_lhs's bound: the kernels' 32-bit slot x V
+    return err(str(a.num_slots) + " slots (allowed: 0..2^31 / 16)");
   if (a.num_slots % stride) return err(str(a.num_slots) + " slots are not whole strides of " + str(stride));
   if (auto e = check_size(a.row_ptr, 8 * a.num_blocks, "row_ptr")) return e;
   if (auto e = check_size(a.col_idx, 4 * a.num_slots, "col_idx")) return e;
@@ -188,8 +189,8 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
   const int64_t v = a.v, nb = a.num_blocks, panels = plan.launch.panels(a.cols), nbp = nb * panels;
   const int64_t prows = plan.spec.panel ? plan.spec.panel : a.cols;
   if (a.stride != 32) return err("stride " + str(a.stride) + ", a decode plan's is 32");
-  if (a.num_slots % 32 || a.num_slots <= 0 || a.num_slots > INT32_MAX)
-    return err(str(a.num_slots) + " slots are not whole strides of 32");
+  if (a.num_slots % 32 || a.num_slots <= 0 || a.num_slots > INT32_MAX / 16 || a.num_slots > INT32_MAX / v)
+    return err(str(a.num_slots) + " slots: not whole strides of 32, or past the decode kernel's 32-bit slot x V (2^31)");
   if (auto e = check_size(a.row_ptr, 8 * nb, "row_ptr")) return e;
   if (auto e = check_size(a.col_idx, 4 * a.num_slots, "col_idx")) return e;
   if (auto e = vals.check_sizes(a.num_slots * v)) return e;
@@ -281,7 +282,8 @@ llvm::Error check_packed_lhs(const PackedView &a, const Plan &plan) {
 llvm::Error check_packed_mask(const PackedView &m, const Plan &plan) {
   if (auto e = check_shape(m, plan)) return e;
   if (m.stride < 1 || m.stride > 1024) return err("stride " + str(m.stride) + " (allowed: 1..1024)");
-  if (m.num_slots < 0 || m.num_slots > INT32_MAX) return err(str(m.num_slots) + " slots");
+  if (m.num_slots < 0 || m.num_slots > INT32_MAX / m.v)
+    return err(str(m.num_slots) + " slots of V=" + str(m.v) + " (allowed: slots x V below 2^31, the kernels' 32-bit output index)");
   if (auto e = check_size(m.row_ptr, 8 * m.num_blocks, "row_ptr")) return e;
   if (auto e = check_size(m.col_idx, 4 * m.num_slots, "col_idx")) return e;
   if (auto e = check_size(m.bcrs_ptr, 8 * (m.num_blocks + 1), "bcrs_ptr")) return e;
@@ -310,6 +312,7 @@ llvm::Error check_packed_mask(const PackedView &m, const Plan &plan) {
 llvm::Error check_packed_dense_lhs(const PackedView &a, const Plan &plan) {
   if (auto e = check_shape(a, plan)) return e;
   const OpSpec &spec = plan.spec;
+  if (auto e = check_reduction_length(plan, a.max_block_length)) return err(llvm::toString(std::move(e)));
   if (std::string why = dense_reduction_refusal(spec, a.max_block_length, a.cols); !why.empty()) return err(why);
   if (a.rows * a.cols > a.dense.size)  // rows and cols are below 2^31 here: no wrap
     return err("the dense copy takes " + str(a.dense.size) + " bytes, short of A's " + str(a.rows) + " x " + str(a.cols));
@@ -318,7 +321,7 @@ llvm::Error check_packed_dense_lhs(const PackedView &a, const Plan &plan) {
   const int64_t m = a.rows, k = a.cols, stride = dense_plane_stride(m, k, 1), v = a.v;
   const size_t planes = ch.lhs.size();
   auto stored = [&](size_t j, int64_t i) { return int8_t(a.dense.data[int64_t(j) * stride + i]); };
-  std::vector<uint8_t> seen(size_t(k), 0);  // columns of the row-block with a nonzero value
+  std::vector<uint8_t> seen(a.num_blocks ? size_t(k) : 0, 0);  // columns of the row-block with a nonzero value
   for (int64_t b = 0; b < a.num_blocks; ++b) {
     std::fill(seen.begin(), seen.end(), 0);
     int64_t vectors = 0;

@@ -156,12 +156,19 @@ TEST(PackedCheck, ArgumentsAndHeaderAreCheckedFirst) {
   EXPECT_NE(std::string(magicube_last_error()).find("packed for another plan"), std::string::npos);
   // Counts so large that their byte sizes would wrap 64 bits.
   refused(p, [](auto &, auto &h) { h.num_blocks = int64_t{1} << 61; }, "row_ptr lies outside the blob");
-  refused(p, [](auto &, auto &h) { h.num_slots = (int64_t{1} << 62) + 1; }, "col_idx lies outside the blob");
+  refused(p, [](auto &, auto &h) { h.num_slots = (int64_t{1} << 39) + 1; }, "col_idx lies outside the blob");
   refused(p, [](auto &, auto &h) { h.plane_bytes[0] = INT64_MAX; }, "a plane lies outside the blob");
   refused(p, [](auto &, auto &h) { h.num_blocks += 1; }, "row-blocks for 40 rows of V=8 (want 5)");
   refused(p, [](auto &, auto &h) { h.stride = 16; }, "stride 16, the plan's is 32");
   refused(p, [](auto &, auto &h) { h.plane_bytes[0] -= 1; }, "plane 0 takes");
   refused(p, [](auto &, auto &h) { h.v = 4; }, "V=4 but the plan's V is 8");
+  // Counts whose output sizes would wrap (magicube_output_bytes multiplies them).
+  refused(p, [](auto &, auto &h) { h.v = int64_t{1} << 61; }, "(allowed: V 1..1024, M and K 0..2^31-1");
+  refused(p, [](auto &, auto &h) { h.num_vectors = -1; }, "(allowed: V 1..1024, M and K 0..2^31-1");
+  // Arrays where the kernels' 16-byte loads would fault: every array starts 256-byte aligned.
+  refused(p, [](auto &, auto &h) { h.plane_offset[0] += 16, h.plane_bytes[0] -= 16; }, "a plane is not 256-byte aligned");
+  refused(p, [](auto &, auto &h) { h.row_ptr_offset += 4; }, "row_ptr is not 256-byte aligned");
+  refused(p, [](auto &, auto &h) { h.col_idx_offset += 8, h.num_slots -= 2; }, "col_idx is not 256-byte aligned");
 }
 
 TEST(PackedCheck, StridedLayoutRefusals) {
@@ -287,6 +294,28 @@ TEST(PackedCheck, DenseCopyRefusals) {
   const Packed u = pack({"spmm.u3xs7.v8.i32.sm_90", 24, 40, 0, 7, MAGICUBE_DENSE_FORCED});
   ASSERT_TRUE(u.op) << u.why;
   refused(u, [&](auto &b, auto &) { b[size_t(u.h.dense_offset)] = 100; }, "the dense copy's A[0, 0] is not a u3 value's chunks");
+  // s16 x s16 into int32: the plan's exactness bound admits one vector a row-block, so a copy
+  // whose header claims longer rows (and holds them) is refused.
+  {
+    std::vector<int16_t> one(24 * 40, 0);
+    one[3] = one[40 + 3] = 1000, one[16 * 40 + 7] = -5;  // a vector in row-blocks 0 and 2
+    const magicube_matrix m = magicube::dense_matrix(one.data(), 24, 40);
+    const magicube_op_options_ex o{sizeof(magicube_op_options_ex), -1, 0, MAGICUBE_DENSE_FORCED};
+    magicube_op *raw = nullptr;
+    ASSERT_EQ(magicube_op_create_ex("spmm.s16xs16.v8.i32.sm_90", &m, 16, &o, &raw), MAGICUBE_SUCCESS) << magicube_last_error();
+    Packed w;
+    w.op.reset(raw);
+    magicube_packed *pw = nullptr;
+    ASSERT_EQ(magicube_pack(raw, &m, &pw), MAGICUBE_SUCCESS) << magicube_last_error();
+    const auto *d = static_cast<const uint8_t *>(magicube_packed_data(pw));
+    w.blob.assign(d, d + magicube_packed_bytes(pw));
+    w.h = *magicube_packed_get_header(pw);
+    magicube_packed_destroy(pw);
+    ASSERT_EQ(w.h.route, 1);
+    EXPECT_EQ(check(w, w.blob), MAGICUBE_SUCCESS) << magicube_last_error();
+    refused(w, [&](auto &b, auto &x) { x.max_block_length = 2, b[size_t(x.dense_offset) + 9] = 1; },
+            "reduction length K=2 exceeds max_exact_k=1");
+  }
   const Packed r = pack(kAll[13]);  // u8 x u8: B's chunk has an offset, so A's row sums follow its plane
   ASSERT_TRUE(r.op) << r.why;
   const int64_t sums = r.h.dense_offset + (r.h.dense_bytes - 24 * 4);
@@ -326,6 +355,12 @@ TEST(PackedCheck, HostRunRefusesABadBlobBeforeAnyDeviceWork) {
   const magicube_dense bd{bm.data(), MAGICUBE_INT8, MAGICUBE_ROW_MAJOR}, cd{cm.data(), MAGICUBE_INT32, MAGICUBE_ROW_MAJOR};
   EXPECT_EQ(magicube_spmm_host(p.op.get(), &p.h, b.data(), &bd, 4, &cd, nullptr), MAGICUBE_ERROR_INVALID);
   EXPECT_NE(std::string(magicube_last_error()).find("outside A's K=200"), std::string::npos) << magicube_last_error();
+  // The header passed must be the blob's own (its sizes are what the upload reads).
+  magicube_packed_header other = p.h;
+  other.total_bytes += 256;
+  EXPECT_EQ(magicube_spmm_host(p.op.get(), &other, p.blob.data(), &bd, 4, &cd, nullptr), MAGICUBE_ERROR_INVALID);
+  EXPECT_NE(std::string(magicube_last_error()).find("header: not the header the blob starts with"), std::string::npos)
+      << magicube_last_error();
 }
 
 }  // namespace
