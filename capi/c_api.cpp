@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "capi/packed_blob.h"
 #include "capi/quantize.h"
 #include "capi/repack.h"
 #include "compiler/codegen.h"
@@ -256,20 +257,7 @@ magicube::VectorSparse to_vector_sparse(const magicube_matrix &m, int v, bool ne
   return a;
 }
 
-// ---- packed blobs ---------------------------------------------------------------------------
-
-constexpr int64_t kBlobAlign = 256;
-
-struct BlobBuilder {
-  std::vector<uint8_t> bytes = std::vector<uint8_t>(MAGICUBE_PACKED_HEADER_BYTES, 0);
-  template <class T>
-  int64_t add(const std::vector<T> &v) {
-    const int64_t off = round_up(int64_t(bytes.size()), kBlobAlign);
-    bytes.resize(size_t(off) + v.size() * sizeof(T));
-    if (!v.empty()) std::memcpy(bytes.data() + off, v.data(), v.size() * sizeof(T));
-    return off;
-  }
-};
+// ---- packed blobs (capi/packed_blob.h) -------------------------------------------------------
 
 int64_t fingerprint_of(const magicube::Plan &p) {
   const uint64_t f = magicube::fingerprint(p);
@@ -278,71 +266,9 @@ int64_t fingerprint_of(const magicube::Plan &p) {
   return out;
 }
 
-// Whether the dense copy's size is one the route writes for A of rows x cols: one or two int8
-// planes (compiler/dense_chunks.h: 16 bits are two chunks), each with its M int32 row sums or
-// not (runtime/dense_route.h). The op's own spec pins which (check_header_for).
-bool dense_bytes_plausible(const magicube_packed_header &h) {
-  if (h.rows > INT64_MAX / 8 / std::max<int64_t>(h.cols + 8, 1)) return false;  // rows and cols are >= 0 here
-  for (int planes : {1, 2})
-    for (bool row_sums : {false, true})
-      if (h.dense_bytes == magicube::dense_lhs_bytes(planes, row_sums, h.rows, h.cols)) return true;
-  return false;
-}
-
-void check_header(const magicube_packed_header &h, size_t bytes_available) {
-  if (h.magic != MAGICUBE_PACKED_MAGIC) invalid("packed: not a magicube packed blob (bad magic)");
-  if (h.format_version == 1)
-    invalid("packed: format version 1, written before the dense route (this library reads version " +
-            std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
-  if (h.format_version == 2)
-    invalid("packed: format version 2, written before the decode kernel's schedule (this library reads version " +
-            std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
-  if (h.format_version == 3)
-    invalid("packed: format version 3, written before the decode kernel's indices carried its schedule (this "
-            "library reads version " + std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
-  if (h.format_version != MAGICUBE_PACKED_FORMAT_VERSION)
-    invalid("packed: format version " + std::to_string(h.format_version) + " (this library reads version " +
-            std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + ")");
-  if (h.total_bytes < MAGICUBE_PACKED_HEADER_BYTES || (bytes_available && size_t(h.total_bytes) > bytes_available))
-    invalid("packed: the header says " + std::to_string(h.total_bytes) + " bytes but " +
-            std::to_string(bytes_available) + " are given");
-  if (h.op != 0 && h.op != 1) invalid("packed: op " + std::to_string(h.op) + " (allowed: 0 spmm, 1 sddmm)");
-  if (h.num_planes < 0 || h.num_planes > 4) invalid("packed: " + std::to_string(h.num_planes) + " planes (allowed: 0..4)");
-  // The counts the output sizes multiply (magicube_output_elements): bounded, so no product wraps.
-  if (h.v < 1 || h.v > 1024 || h.rows < 0 || h.rows > INT32_MAX || h.cols < 0 || h.cols > INT32_MAX ||
-      h.num_vectors < 0 || h.num_vectors > (int64_t{1} << 40) || h.num_slots < 0 || h.num_slots > (int64_t{1} << 40))
-    invalid("packed: V=" + std::to_string(h.v) + ", " + std::to_string(h.rows) + " x " + std::to_string(h.cols) + ", " +
-            std::to_string(h.num_vectors) + " vectors, " + std::to_string(h.num_slots) +
-            " slots (allowed: V 1..1024, M and K 0..2^31-1, vectors and slots 0..2^40)");
-  // `count` elements of `elem` bytes at `off`: counted before they are multiplied (a hostile
-  // count must not wrap).
-  // Every array starts 256-byte aligned, as magicube_pack writes them (the kernels' vector loads
-  // need 16 bytes, cuBLASLt 256).
-  auto in = [&](int64_t off, int64_t count, int64_t elem, const char *what) {
-    if (off < MAGICUBE_PACKED_HEADER_BYTES || off > h.total_bytes || count < 0 || count > (h.total_bytes - off) / elem)
-      invalid(std::string("packed: ") + what + " lies outside the blob");
-    if (off % kBlobAlign != 0) invalid(std::string("packed: ") + what + " is not 256-byte aligned in the blob");
-  };
-  if (h.route != 0 && h.route != 1) invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
-  if (h.route == 1) {
-    if (h.op != 0) invalid("packed: a dense copy in an SDDMM mask (the dense route runs SpMM only)");
-    if (h.rows < 0 || h.cols < 0 || h.rows > INT32_MAX || h.cols > INT32_MAX || !dense_bytes_plausible(h))
-      invalid("packed: the dense copy has " + std::to_string(h.dense_bytes) + " bytes for A of " +
-              std::to_string(h.rows) + " x " + std::to_string(h.cols) +
-              " (allowed: one or two int8 planes, with or without their row sums; runtime/dense_route.h)");
-    in(h.dense_offset, h.dense_bytes, 1, "the dense copy");
-    return;
-  }
-  if (h.dense_offset != 0 || h.dense_bytes != 0) invalid("packed: a sparse blob (route 0) names a dense copy");
-  in(h.row_ptr_offset, h.num_blocks, 8, "row_ptr");
-  in(h.col_idx_offset, h.num_slots, 4, "col_idx");
-  if (h.op == 1) in(h.bcrs_ptr_offset, h.num_blocks + 1, 8, "bcrs_ptr");
-  for (int64_t j = 0; j < h.num_planes; ++j) in(h.plane_offset[j], h.plane_bytes[j], 1, "a plane");
-}
-
 // The header must be one this op packed.
 void check_header_for(const magicube_op &op, const magicube_packed_header &h) {
-  check_header(h, 0);
+  capi::check_blob_header(h, 0);
   const bool sddmm = op.sddmm.has_value();
   if (h.op != (sddmm ? 1 : 0))
     invalid(std::string("packed: a packed ") + (h.op ? "SDDMM mask" : "SpMM A") + " given to an " +
@@ -370,27 +296,10 @@ const magicube_packed_header &own_header(const magicube_packed_header &h, const 
   return h;
 }
 
-// The body of a blob held on the host, as its header `h` describes it (runtime/packed_check.h).
+// The body of a blob held on the host, as its header `h` describes it, for this op.
 void check_body(const magicube_op &op, const magicube_packed_header &h, const void *blob) {
   check_header_for(op, h);
-  const auto *base = static_cast<const uint8_t *>(blob);
-  auto span = [&](int64_t off, int64_t bytes) { return magicube::ByteSpan{base + off, bytes}; };
-  magicube::PackedView a;
-  a.rows = h.rows, a.cols = h.cols, a.v = h.v, a.stride = h.stride;
-  a.num_blocks = h.num_blocks, a.num_slots = h.num_slots, a.num_vectors = h.num_vectors;
-  a.max_block_length = h.max_block_length;
-  if (h.route == 1) {
-    a.dense = span(h.dense_offset, h.dense_bytes);
-    return check(magicube::check_packed_dense_lhs(a, op.plan()), Kind::Invalid);
-  }
-  a.row_ptr = span(h.row_ptr_offset, 8 * h.num_blocks);
-  a.col_idx = span(h.col_idx_offset, 4 * h.num_slots);
-  for (int64_t j = 0; j < h.num_planes; ++j) a.planes.push_back(span(h.plane_offset[j], h.plane_bytes[j]));
-  if (h.op == 1) {
-    a.bcrs_ptr = span(h.bcrs_ptr_offset, 8 * (h.num_blocks + 1));
-    return check(magicube::check_packed_mask(a, op.plan()), Kind::Invalid);
-  }
-  check(magicube::check_packed_lhs(a, op.plan()), Kind::Invalid);
+  check(capi::check_blob_body(h, blob, op.plan()), Kind::Invalid);
 }
 
 // ---- device operands -------------------------------------------------------------------------
@@ -451,7 +360,7 @@ void check_aligned(const void *p, int64_t align, const char *name) {
 struct WorkspacePlan {
   int64_t bytes = 0;
   int64_t take(int64_t n) {
-    const int64_t off = round_up(bytes, kBlobAlign);
+    const int64_t off = round_up(bytes, capi::kBlobAlign);
     bytes = off + n;
     return off;
   }
@@ -607,7 +516,7 @@ void check_workspace(const WorkspacePlan &ws, const void *workspace, size_t byte
             " needed (see the _workspace_bytes function)");
   if (ws.bytes > 0) {
     require(workspace, "workspace");
-    check_aligned(workspace, kBlobAlign, "workspace");
+    check_aligned(workspace, capi::kBlobAlign, "workspace");
   }
 }
 
@@ -948,53 +857,9 @@ int magicube_pack(const magicube_op *op, const magicube_matrix *matrix, magicube
     const magicube::Plan &p = op->plan();
     magicube::VectorSparse a = to_vector_sparse(*matrix, p.spec.v, op->spmm.has_value());
     auto packed = std::make_unique<magicube_packed>();
-    magicube_packed_header &h = packed->header;
-    std::memset(&h, 0, sizeof h);
-    h.magic = MAGICUBE_PACKED_MAGIC;
-    h.format_version = MAGICUBE_PACKED_FORMAT_VERSION;
-    h.plan_fingerprint = fingerprint_of(p);
-    h.rows = a.rows, h.cols = a.cols, h.v = a.v;
-    BlobBuilder blob;
-    const magicube::SrBcrs *layout = nullptr;
-    magicube::HostLhs hl;
-    magicube::HostMask hm;
-    if (op->dense()) {  // the dense copy only: the sparse arrays are never read
-      h.op = 0;
-      h.route = 1;
-      hl = op->spmm->pack_lhs(a);
-      layout = &hl.layout;
-      h.dense_offset = blob.add(hl.dense);
-      h.dense_bytes = int64_t(hl.dense.size());
-    } else if (op->spmm) {
-      h.op = 0;
-      hl = op->spmm->pack_lhs(a);
-      layout = &hl.layout;
-      h.row_ptr_offset = blob.add(hl.packed.row_ptr);
-      h.col_idx_offset = blob.add(hl.packed.col_idx);
-      h.num_planes = int64_t(hl.packed.planes.size());
-      for (size_t j = 0; j < hl.packed.planes.size(); ++j) {
-        h.plane_offset[j] = blob.add(hl.packed.planes[j]);
-        h.plane_bytes[j] = int64_t(hl.packed.planes[j].size());
-      }
-    } else {
-      h.op = 1;
-      hm = op->sddmm->pack_mask(a);
-      layout = &hm.layout;
-      std::vector<int32_t> rp(hm.layout.row_ptr.begin(), hm.layout.row_ptr.end());
-      h.row_ptr_offset = blob.add(rp);
-      h.col_idx_offset = blob.add(hm.layout.col_idx);
-      h.bcrs_ptr_offset = blob.add(hm.pattern.block_ptr);
-    }
-    h.num_blocks = layout->num_blocks();
-    h.max_block_length = layout->max_block_length;
-    // SpMM: the packed slots (a decode plan's layout gives empty row-blocks a stride of pads)
-    h.num_slots = h.op == 0 && h.route == 0 ? int64_t(hl.packed.col_idx.size()) : layout->num_slots();
-    h.num_vectors = a.num_vectors();
-    h.stride = layout->stride;
-    blob.bytes.resize(size_t(round_up(int64_t(blob.bytes.size()), kBlobAlign)), 0);
-    h.total_bytes = int64_t(blob.bytes.size());
-    std::memcpy(blob.bytes.data(), &h, sizeof h);
-    packed->bytes = std::move(blob.bytes);
+    packed->bytes = op->spmm ? capi::lhs_blob(op->spmm->pack_lhs(a), op->dense(), fingerprint_of(p))
+                             : capi::mask_blob(op->sddmm->pack_mask(a), fingerprint_of(p));
+    std::memcpy(&packed->header, packed->bytes.data(), sizeof packed->header);
     *out = packed.release();
   });
 }
@@ -1015,7 +880,7 @@ magicube_packed_header blob_header(const void *blob, size_t bytes) {
             std::to_string(MAGICUBE_PACKED_HEADER_BYTES) + "-byte header");
   magicube_packed_header h;
   std::memcpy(&h, blob, sizeof h);
-  check_header(h, bytes);
+  capi::check_blob_header(h, bytes);
   return h;
 }
 }  // namespace
@@ -1095,7 +960,7 @@ int magicube_output_elements(const magicube_packed_header *header, int64_t n_or_
   return guarded([&] {
     require(header, "header");
     require(elements, "elements");
-    check_header(*header, 0);
+    capi::check_blob_header(*header, 0);
     if (header->op == 0) {
       if (n_or_layout < 0) invalid("n: " + std::to_string(n_or_layout) + " is negative");
       *elements = header->rows * n_or_layout;

@@ -1,18 +1,22 @@
-// Fuzz target: the packed-operand checks (runtime/packed_check.h) on layouts the packers wrote,
-// then edited. Input: byte 0 picks a layout (the ring, resident and sm_80 4-bit kernels' A,
-// odd widths at V=2, a two-chunk type, the decode kernel whole and in K panels, an SDDMM mask,
-// the dense route's copy with and without row sums); the rest are edits of 4 bytes each: a
-// 24-bit offset into the layout's bytes (its eight counts as int64, then its arrays one after
-// another) and a byte XORed in there. Each array stays its own heap buffer of its own size, so
-// ASan sees any read past one. A check must pass or refuse with a message without control
-// bytes; an unedited layout must pass.
+// Fuzz target: the packed-operand checks on layouts the packers wrote, then edited. Input: byte
+// 0 picks a layout (its low 7 bits: the ring, resident and sm_80 4-bit kernels' A, odd widths at
+// V=2, a two-chunk type, the decode kernel whole and in K panels, an SDDMM mask, the dense
+// route's copy with and without row sums) and a mode (its top bit); the rest are edits of 4 bytes
+// each: a 24-bit offset and a byte XORed in there.
+//   arrays (top bit 0): runtime/packed_check.h on the layout's eight counts (as int64) and its
+//     arrays, each its own heap buffer of its own size, so ASan sees a read past any one;
+//   blob (top bit 1): capi/packed_blob.h on the whole blob as magicube_pack writes it, header
+//     included, in a buffer of exactly its size: the header check, then the body's.
+// A check must pass or refuse with a message without control bytes; an unedited layout must pass.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "capi/packed_blob.h"
 #include "compiler/ir.h"
 #include "compiler/planner.h"
 #include "runtime/dense_route.h"
@@ -32,6 +36,7 @@ struct Layout {
   Plan plan;
   int64_t counts[8] = {};  // rows, cols, v, stride, num_blocks, num_slots, num_vectors, max_block_length
   std::vector<std::vector<uint8_t>> arrays;  // row_ptr, col_idx, (bcrs_ptr | planes... | dense)
+  std::vector<uint8_t> blob;                 // the same, as magicube_pack writes it
 };
 
 template <class T>
@@ -65,11 +70,14 @@ Layout make(const char *spec_text, Kind kind, int64_t m, int64_t k, int lo, int 
   const int64_t c[8] = {a.rows, a.cols, a.v, s.stride, s.num_blocks(), s.num_slots(), a.num_vectors(), s.max_block_length};
   std::memcpy(l.counts, c, sizeof c);
   if (kind == Kind::Dense) {
-    l.arrays = {{}, {}, bytes_of(dense_lhs_int8(a, l.plan.spec))};
+    HostLhs h{s, {}, dense_lhs_int8(a, l.plan.spec)};
+    l.arrays = {{}, {}, bytes_of(h.dense)};
+    l.blob = capi::lhs_blob(h, true, 0);
     return l;
   }
   if (kind == Kind::Mask) {
     l.arrays = {bytes_of(std::vector<int32_t>(s.row_ptr.begin(), s.row_ptr.end())), bytes_of(s.col_idx), bytes_of(a.block_ptr)};
+    l.blob = capi::mask_blob(HostMask{a, s}, 0);
     return l;
   }
   auto p = pack_lhs(s, l.plan);
@@ -77,6 +85,7 @@ Layout make(const char *spec_text, Kind kind, int64_t m, int64_t k, int lo, int 
   l.counts[5] = int64_t(p->col_idx.size());
   l.arrays = {bytes_of(p->row_ptr), bytes_of(p->col_idx)};
   for (const Plane &pl : p->planes) l.arrays.push_back(pl);
+  l.blob = capi::lhs_blob(HostLhs{s, *p, {}}, false, 0);
   return l;
 }
 
@@ -113,12 +122,41 @@ llvm::Error check(const Layout &l, const int64_t *c, const std::vector<std::vect
   return llvm::Error::success();
 }
 
+// Blob mode: the edited blob in a buffer of exactly its size, through the C ABI's two checks.
+llvm::Error check_blob(const Layout &l, const uint8_t *data, size_t size) {
+  std::unique_ptr<uint8_t[]> b(new uint8_t[l.blob.size()]);
+  std::memcpy(b.get(), l.blob.data(), l.blob.size());
+  for (size_t i = 1; i + 4 <= size; i += 4)
+    b[(size_t(data[i]) | size_t(data[i + 1]) << 8 | size_t(data[i + 2]) << 16) % l.blob.size()] ^= data[i + 3];
+  magicube_packed_header h;
+  std::memcpy(&h, b.get(), sizeof h);
+  try {
+    capi::check_blob_header(h, l.blob.size());
+  } catch (const Error &e) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), e.what());
+  }
+  return capi::check_blob_body(h, b.get(), l.plan);
+}
+
+// A refusal's message: "packed: ..." without control bytes (an unedited layout passes).
+void check_refusal(llvm::Error e, bool edited) {
+  if (!e) return;
+  const std::string msg = llvm::toString(std::move(e));
+  if (!edited || msg.rfind("packed: ", 0) != 0) std::abort();
+  for (char c : msg)
+    if ((unsigned char)c < 0x20 || c == 0x7f) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1 || size > 4096) return 0;
   const std::vector<Layout> &all = layouts();
-  const Layout &l = all[data[0] % all.size()];
+  const Layout &l = all[(data[0] & 0x7f) % all.size()];
+  if (data[0] & 0x80) {
+    check_refusal(check_blob(l, data, size), size >= 5);
+    return 0;
+  }
   int64_t counts[8];
   std::memcpy(counts, l.counts, sizeof counts);
   std::vector<std::vector<uint8_t>> arrays = l.arrays;
@@ -141,11 +179,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       at -= b.size();
     }
   }
-  if (llvm::Error e = check(l, counts, arrays)) {
-    const std::string msg = llvm::toString(std::move(e));
-    if (!edited || msg.rfind("packed: ", 0) != 0) std::abort();  // an unedited layout passes
-    for (char c : msg)
-      if ((unsigned char)c < 0x20 || c == 0x7f) std::abort();
-  }
+  check_refusal(check(l, counts, arrays), edited);
   return 0;
 }
