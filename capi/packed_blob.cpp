@@ -110,8 +110,10 @@ void check_blob_header(const magicube_packed_header &h, size_t bytes_available) 
     invalid("packed: format version 2, written before the decode kernel's schedule (this library reads version " +
             std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
   if (h.format_version == 3)
-    invalid("packed: format version 3, written before the decode kernel's indices carried its schedule (this "
-            "library reads version " + std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
+    invalid(
+        "packed: format version 3, written before the decode kernel's indices carried its schedule (this "
+        "library reads version " +
+        std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + "): pack the matrix again with magicube_pack");
   if (h.format_version != MAGICUBE_PACKED_FORMAT_VERSION)
     invalid("packed: format version " + std::to_string(h.format_version) + " (this library reads version " +
             std::to_string(MAGICUBE_PACKED_FORMAT_VERSION) + ")");
@@ -119,7 +121,8 @@ void check_blob_header(const magicube_packed_header &h, size_t bytes_available) 
     invalid("packed: the header says " + std::to_string(h.total_bytes) + " bytes but " +
             std::to_string(bytes_available) + " are given");
   if (h.op != 0 && h.op != 1) invalid("packed: op " + std::to_string(h.op) + " (allowed: 0 spmm, 1 sddmm)");
-  if (h.num_planes < 0 || h.num_planes > 4) invalid("packed: " + std::to_string(h.num_planes) + " planes (allowed: 0..4)");
+  if (h.num_planes < 0 || h.num_planes > 4)
+    invalid("packed: " + std::to_string(h.num_planes) + " planes (allowed: 0..4)");
   // The counts the output sizes multiply (magicube_output_elements): bounded, so no product wraps.
   if (h.v < 1 || h.v > 1024 || h.rows < 0 || h.rows > INT32_MAX || h.cols < 0 || h.cols > INT32_MAX ||
       h.num_vectors < 0 || h.num_vectors > (int64_t{1} << 40) || h.num_slots < 0 || h.num_slots > (int64_t{1} << 40))
@@ -135,7 +138,8 @@ void check_blob_header(const magicube_packed_header &h, size_t bytes_available) 
       invalid(std::string("packed: ") + what + " lies outside the blob");
     if (off % kBlobAlign != 0) invalid(std::string("packed: ") + what + " is not 256-byte aligned in the blob");
   };
-  if (h.route != 0 && h.route != 1) invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
+  if (h.route != 0 && h.route != 1)
+    invalid("packed: route " + std::to_string(h.route) + " (allowed: 0 sparse, 1 dense)");
   if (h.route == 1) {
     if (h.op != 0) invalid("packed: a dense copy in an SDDMM mask (the dense route runs SpMM only)");
     if (h.rows < 0 || h.cols < 0 || h.rows > INT32_MAX || h.cols > INT32_MAX || !dense_bytes_plausible(h))

@@ -67,7 +67,8 @@ Layout make(const char *spec_text, Kind kind, int64_t m, int64_t k, int lo, int 
   l.plan = plans->front();
   const VectorSparse a = random_matrix(m, k, l.plan.spec.v, lo, hi);
   const SrBcrs s = kind == Kind::Mask ? build_srbcrs(a, 32) : *build_srbcrs(a, l.plan);
-  const int64_t c[8] = {a.rows, a.cols, a.v, s.stride, s.num_blocks(), s.num_slots(), a.num_vectors(), s.max_block_length};
+  const int64_t c[8] = {
+      a.rows, a.cols, a.v, s.stride, s.num_blocks(), s.num_slots(), a.num_vectors(), s.max_block_length};
   std::memcpy(l.counts, c, sizeof c);
   if (kind == Kind::Dense) {
     HostLhs h{s, {}, dense_lhs_int8(a, l.plan.spec)};
@@ -76,7 +77,8 @@ Layout make(const char *spec_text, Kind kind, int64_t m, int64_t k, int lo, int 
     return l;
   }
   if (kind == Kind::Mask) {
-    l.arrays = {bytes_of(std::vector<int32_t>(s.row_ptr.begin(), s.row_ptr.end())), bytes_of(s.col_idx), bytes_of(a.block_ptr)};
+    l.arrays = {bytes_of(std::vector<int32_t>(s.row_ptr.begin(), s.row_ptr.end())), bytes_of(s.col_idx),
+                bytes_of(a.block_ptr)};
     l.blob = capi::mask_blob(HostMask{a, s}, 0);
     return l;
   }
@@ -113,8 +115,12 @@ llvm::Error check(const Layout &l, const int64_t *c, const std::vector<std::vect
   a.row_ptr = span(arrays[0]);
   a.col_idx = span(arrays[1]);
   switch (l.kind) {
-    case Kind::Dense: a.dense = span(arrays[2]); return check_packed_dense_lhs(a, l.plan);
-    case Kind::Mask: a.bcrs_ptr = span(arrays[2]); return check_packed_mask(a, l.plan);
+    case Kind::Dense:
+      a.dense = span(arrays[2]);
+      return check_packed_dense_lhs(a, l.plan);
+    case Kind::Mask:
+      a.bcrs_ptr = span(arrays[2]);
+      return check_packed_mask(a, l.plan);
     case Kind::Lhs:
       for (size_t j = 2; j < arrays.size(); ++j) a.planes.push_back(span(arrays[j]));
       return check_packed_lhs(a, l.plan);

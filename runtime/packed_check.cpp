@@ -14,7 +14,9 @@ namespace magicube {
 
 namespace {
 
-llvm::Error err(const std::string &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), "packed: " + msg); }
+llvm::Error err(const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "packed: " + msg);
+}
 std::string str(int64_t x) { return std::to_string(x); }
 
 template <class T>
@@ -45,7 +47,8 @@ llvm::Error check_size(const ByteSpan &s, int64_t want, const std::string &what)
 // chunks the planes hold, or is refused where they hold bits no value's chunk has.
 class ChunkValues {
  public:
-  ChunkValues(const std::vector<Chunk> &chunks, const std::vector<ByteSpan> &planes) : chunks_(chunks), planes_(planes) {}
+  ChunkValues(const std::vector<Chunk> &chunks, const std::vector<ByteSpan> &planes)
+      : chunks_(chunks), planes_(planes) {}
 
   bool get(int64_t e, int64_t &x) const {
     x = 0;
@@ -63,7 +66,8 @@ class ChunkValues {
   // The planes' bytes for `elements` elements, and a 4-bit plane's unused last nibble zero.
   llvm::Error check_sizes(int64_t elements) const {
     if (planes_.size() != chunks_.size())
-      return err(str(int64_t(planes_.size())) + " planes, the plan has " + str(int64_t(chunks_.size())) + " lhs chunks");
+      return err(str(int64_t(planes_.size())) + " planes, the plan has " + str(int64_t(chunks_.size())) +
+                 " lhs chunks");
     for (size_t j = 0; j < chunks_.size(); ++j) {
       const bool nibbles = chunks_[j].storage_bits == 4;
       if (auto e = check_size(planes_[j], nibbles ? (elements + 1) / 2 : elements, "plane " + str(int64_t(j))))
@@ -118,11 +122,12 @@ llvm::Error walk_row_blocks(const PackedView &a, int64_t stride, F &&visit) {
   for (int64_t b = 0; b < a.num_blocks; ++b) {
     const int64_t first = at<int32_t>(a.row_ptr, 2 * b), end = at<int32_t>(a.row_ptr, 2 * b + 1);
     if (first != slot || end < first || end > a.num_slots)
-      return err("row_ptr of row-block " + str(b) + " is [" + str(first) + ", " + str(end) + "), want it to start at slot " +
-                 str(slot) + " and end within the " + str(a.num_slots) + " slots");
+      return err("row_ptr of row-block " + str(b) + " is [" + str(first) + ", " + str(end) +
+                 "), want it to start at slot " + str(slot) + " and end within the " + str(a.num_slots) + " slots");
     const int64_t padded = first + (end - first + stride - 1) / stride * stride;
     if (padded > a.num_slots)
-      return err("row-block " + str(b) + "'s strides end at slot " + str(padded) + ", past the " + str(a.num_slots) + " slots");
+      return err("row-block " + str(b) + "'s strides end at slot " + str(padded) + ", past the " + str(a.num_slots) +
+                 " slots");
     if (auto e = visit(b, end - first, first, padded)) return e;
     slot = padded;
   }
@@ -132,8 +137,10 @@ llvm::Error walk_row_blocks(const PackedView &a, int64_t stride, F &&visit) {
 
 llvm::Error check_counts(const PackedView &a, int64_t longest, int64_t vectors) {
   if (longest != a.max_block_length)
-    return err("the longest row-block holds " + str(longest) + " vectors, the header's max_block_length says " + str(a.max_block_length));
-  if (vectors != a.num_vectors) return err(str(vectors) + " vectors, the header's num_vectors says " + str(a.num_vectors));
+    return err("the longest row-block holds " + str(longest) + " vectors, the header's max_block_length says " +
+               str(a.max_block_length));
+  if (vectors != a.num_vectors)
+    return err(str(vectors) + " vectors, the header's num_vectors says " + str(a.num_vectors));
   return llvm::Error::success();
 }
 
@@ -163,8 +170,8 @@ llvm::Error check_strided_lhs(const PackedView &a, const Plan &plan, const Chunk
     for (int64_t p = first; p < padded; ++p) {
       const int32_t c = at<int32_t>(a.col_idx, p);
       if (c != -1 && (c < 0 || c >= a.cols))
-        return err("col_idx[" + str(p) + "] (row-block " + str(b) + ") is " + str(c) + ", outside A's K=" + str(a.cols) +
-                   " (pads are -1)");
+        return err("col_idx[" + str(p) + "] (row-block " + str(b) + ") is " + str(c) +
+                   ", outside A's K=" + str(a.cols) + " (pads are -1)");
       if (c >= 0) cols.push_back(c);
       const int64_t q = value_slot(plan, p);
       for (int64_t r = 0; r < v; ++r)
@@ -173,7 +180,8 @@ llvm::Error check_strided_lhs(const PackedView &a, const Plan &plan, const Chunk
           return e;
     }
     if (int64_t(cols.size()) != real)
-      return err("row-block " + str(b) + " names " + str(int64_t(cols.size())) + " columns, its row_ptr says " + str(real));
+      return err("row-block " + str(b) + " names " + str(int64_t(cols.size())) + " columns, its row_ptr says " +
+                 str(real));
     longest = std::max(longest, real);
     vectors += real;
     return check_distinct(cols, b);
@@ -190,14 +198,16 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
   const int64_t prows = plan.spec.panel ? plan.spec.panel : a.cols;
   if (a.stride != 32) return err("stride " + str(a.stride) + ", a decode plan's is 32");
   if (a.num_slots % 32 || a.num_slots <= 0 || a.num_slots > INT32_MAX / 16 || a.num_slots > INT32_MAX / v)
-    return err(str(a.num_slots) + " slots: not whole strides of 32, or past the decode kernel's 32-bit slot x V (2^31)");
+    return err(str(a.num_slots) +
+               " slots: not whole strides of 32, or past the decode kernel's 32-bit slot x V (2^31)");
   if (auto e = check_size(a.row_ptr, 8 * nb, "row_ptr")) return e;
   if (auto e = check_size(a.col_idx, 4 * a.num_slots, "col_idx")) return e;
   if (auto e = vals.check_sizes(a.num_slots * v)) return e;
   auto sched = decode_schedule(size_t(a.col_idx.size), nb, panels);
   if (!sched) return err(llvm::toString(sched.takeError()));
   const int64_t t = sched->strides;
-  const ByteSpan meta{a.col_idx.data + sched->meta_offset, 4 * t}, next{a.col_idx.data + sched->next_offset, 4 * (t + 1)};
+  const ByteSpan meta{a.col_idx.data + sched->meta_offset, 4 * t},
+      next{a.col_idx.data + sched->next_offset, 4 * (t + 1)};
   // The schedule: stride s's row-block (its first and last stride flagged), each row-block one
   // stride at least, in order.
   std::vector<int64_t> first(size_t(nbp) + 1, t);
@@ -214,7 +224,8 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
   if (rb != nbp - 1) return err("the schedule names " + str(rb + 1) + " row-blocks, want " + str(nbp));
   for (int64_t s = t, nx = t; s >= 0; --s) {
     if (s < t && (at<uint32_t>(meta, s) >> 30 & 1)) nx = s;
-    if (at<int32_t>(next, s) != nx) return err("stride_next[" + str(s) + "] = " + str(at<int32_t>(next, s)) + ", want " + str(nx));
+    if (at<int32_t>(next, s) != nx)
+      return err("stride_next[" + str(s) + "] = " + str(at<int32_t>(next, s)) + ", want " + str(nx));
   }
   if (plan.spec.panel) {
     const ByteSpan pf{a.col_idx.data + sched->panel_offset, 4 * (nbp + 1)};
@@ -227,8 +238,8 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t f = at<int32_t>(a.row_ptr, 2 * b), real = int64_t(at<int32_t>(a.row_ptr, 2 * b + 1)) - f;
     if (f != first[size_t(b)] * 32 || real < 0 || real > (first[size_t(b) + 1] - first[size_t(b)]) * 32)
-      return err("row_ptr of row-block " + str(b) + " is [" + str(f) + ", " + str(f + real) + "), want it to start at slot " +
-                 str(first[size_t(b)] * 32) + " and end within its strides");
+      return err("row_ptr of row-block " + str(b) + " is [" + str(f) + ", " + str(f + real) +
+                 "), want it to start at slot " + str(first[size_t(b)] * 32) + " and end within its strides");
     longest = std::max(longest, real);
     vectors += real;
   }
@@ -245,12 +256,14 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
     for (int64_t p = first[size_t(b)] * 32; p < first[size_t(b) + 1] * 32; ++p) {
       const uint16_t word = at<uint16_t>(a.col_idx, p);
       if ((word >> 15) != (at<uint32_t>(meta, p / 32) >> (p % 32) & 1))
-        return err("bit 15 of column index " + str(p) + " is not bit " + str(p % 32) + " of its stride's schedule word");
+        return err("bit 15 of column index " + str(p) + " is not bit " + str(p % 32) +
+                   " of its stride's schedule word");
       const int64_t c = word & 0x7fff;
       const bool pad_form = c == p % 8;
       if (c >= limit && !pad_form)
         return err("column index " + str(p) + " (row-block " + str(b % nb) + (panels > 1 ? ", K panel " + str(q) : "") +
-                   ") is " + str(c) + ", outside " + (panels > 1 ? "its panel's " + str(limit) + " rows" : "A's K=" + str(a.cols)));
+                   ") is " + str(c) + ", outside " +
+                   (panels > 1 ? "its panel's " + str(limit) + " rows" : "A's K=" + str(a.cols)));
       const int64_t k = value_slot(plan, p) % 32, base = (p / 32) * 32 * v + kWordAt[k / 4] * 4 + k % 4;
       bool any = false;
       for (int64_t r = 0; r < v; ++r) {
@@ -265,8 +278,8 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
   }
   for (int64_t b = 0; b < nb; ++b)
     if (nonzero[size_t(b)] > a.max_block_length)
-      return err("row-block " + str(b) + " holds " + str(nonzero[size_t(b)]) + " nonzero vectors, the header's max_block_length says " +
-                 str(a.max_block_length));
+      return err("row-block " + str(b) + " holds " + str(nonzero[size_t(b)]) +
+                 " nonzero vectors, the header's max_block_length says " + str(a.max_block_length));
   return llvm::Error::success();
 }
 
@@ -276,14 +289,16 @@ llvm::Error check_packed_lhs(const PackedView &a, const Plan &plan) {
   if (auto e = check_shape(a, plan)) return e;
   if (auto e = check_reduction_length(plan, a.max_block_length)) return err(llvm::toString(std::move(e)));
   const ChunkValues vals(plan.lhs, a.planes);
-  return plan.launch.family == KernelFamily::SpmmDecode ? check_decode_lhs(a, plan, vals) : check_strided_lhs(a, plan, vals);
+  return plan.launch.family == KernelFamily::SpmmDecode ? check_decode_lhs(a, plan, vals)
+                                                        : check_strided_lhs(a, plan, vals);
 }
 
 llvm::Error check_packed_mask(const PackedView &m, const Plan &plan) {
   if (auto e = check_shape(m, plan)) return e;
   if (m.stride < 1 || m.stride > 1024) return err("stride " + str(m.stride) + " (allowed: 1..1024)");
   if (m.num_slots < 0 || m.num_slots > INT32_MAX / m.v)
-    return err(str(m.num_slots) + " slots of V=" + str(m.v) + " (allowed: slots x V below 2^31, the kernels' 32-bit output index)");
+    return err(str(m.num_slots) + " slots of V=" + str(m.v) +
+               " (allowed: slots x V below 2^31, the kernels' 32-bit output index)");
   if (auto e = check_size(m.row_ptr, 8 * m.num_blocks, "row_ptr")) return e;
   if (auto e = check_size(m.col_idx, 4 * m.num_slots, "col_idx")) return e;
   if (auto e = check_size(m.bcrs_ptr, 8 * (m.num_blocks + 1), "bcrs_ptr")) return e;
@@ -294,10 +309,11 @@ llvm::Error check_packed_mask(const PackedView &m, const Plan &plan) {
       return err("bcrs_ptr[" + str(b) + "] = " + str(at<int64_t>(m.bcrs_ptr, b)) + ", want " + str(vectors));
     for (int64_t p = first; p < padded; ++p) {  // the vectors by increasing column, then pads (-1)
       const int32_t c = at<int32_t>(m.col_idx, p);
-      const bool ok = p < first + real ? c >= 0 && c < m.cols && (p == first || c > at<int32_t>(m.col_idx, p - 1)) : c == -1;
+      const bool ok =
+          p < first + real ? c >= 0 && c < m.cols && (p == first || c > at<int32_t>(m.col_idx, p - 1)) : c == -1;
       if (!ok)
-        return err("col_idx[" + str(p) + "] (row-block " + str(b) + ") is " + str(c) + ": want the row-block's columns in [0, N=" +
-                   str(m.cols) + ") increasing, then -1 for its pads");
+        return err("col_idx[" + str(p) + "] (row-block " + str(b) + ") is " + str(c) +
+                   ": want the row-block's columns in [0, N=" + str(m.cols) + ") increasing, then -1 for its pads");
     }
     longest = std::max(longest, real);
     vectors += real;
@@ -305,7 +321,8 @@ llvm::Error check_packed_mask(const PackedView &m, const Plan &plan) {
   });
   if (e) return e;
   if (at<int64_t>(m.bcrs_ptr, m.num_blocks) != vectors)
-    return err("bcrs_ptr[" + str(m.num_blocks) + "] = " + str(at<int64_t>(m.bcrs_ptr, m.num_blocks)) + ", want " + str(vectors));
+    return err("bcrs_ptr[" + str(m.num_blocks) + "] = " + str(at<int64_t>(m.bcrs_ptr, m.num_blocks)) + ", want " +
+               str(vectors));
   return check_counts(m, longest, vectors);
 }
 
@@ -315,7 +332,8 @@ llvm::Error check_packed_dense_lhs(const PackedView &a, const Plan &plan) {
   if (auto e = check_reduction_length(plan, a.max_block_length)) return err(llvm::toString(std::move(e)));
   if (std::string why = dense_reduction_refusal(spec, a.max_block_length, a.cols); !why.empty()) return err(why);
   if (a.rows * a.cols > a.dense.size)  // rows and cols are below 2^31 here: no wrap
-    return err("the dense copy takes " + str(a.dense.size) + " bytes, short of A's " + str(a.rows) + " x " + str(a.cols));
+    return err("the dense copy takes " + str(a.dense.size) + " bytes, short of A's " + str(a.rows) + " x " +
+               str(a.cols));
   if (auto e = check_size(a.dense, dense_lhs_bytes(spec, a.rows, a.cols), "the dense copy")) return e;
   const DenseChunks ch = dense_chunks(spec);
   const int64_t m = a.rows, k = a.cols, stride = dense_plane_stride(m, k, 1), v = a.v;
@@ -328,15 +346,18 @@ llvm::Error check_packed_dense_lhs(const PackedView &a, const Plan &plan) {
     for (int64_t r = b * v; r < std::min(m, (b + 1) * v); ++r)
       for (int64_t c = 0; c < k; ++c) {
         int64_t x = 0;
-        for (size_t j = 0; j < planes; ++j) x += (int64_t(stored(j, r * k + c)) + ch.lhs[j].offset) * (int64_t{1} << ch.lhs[j].chunk.lo_bit);
+        for (size_t j = 0; j < planes; ++j)
+          x += (int64_t(stored(j, r * k + c)) + ch.lhs[j].offset) * (int64_t{1} << ch.lhs[j].chunk.lo_bit);
         bool same = spec.lhs.contains(x);
         for (size_t j = 0; j < planes && same; ++j) same = ch.lhs[j].of(x) == stored(j, r * k + c);
-        if (!same) return err("the dense copy's A[" + str(r) + ", " + str(c) + "] is not a " + spec.lhs.str() + " value's chunks");
+        if (!same)
+          return err("the dense copy's A[" + str(r) + ", " + str(c) + "] is not a " + spec.lhs.str() +
+                     " value's chunks");
         if (x != 0 && !seen[size_t(c)]) seen[size_t(c)] = 1, ++vectors;
       }
     if (vectors > a.max_block_length)
-      return err("row-block " + str(b) + " of the dense copy holds " + str(vectors) + " nonzero vectors, the header's max_block_length says " +
-                 str(a.max_block_length));
+      return err("row-block " + str(b) + " of the dense copy holds " + str(vectors) +
+                 " nonzero vectors, the header's max_block_length says " + str(a.max_block_length));
   }
   if (ch.rhs_offsets()) {  // each plane's row sums, as dense_lhs_int8 writes them
     const int64_t sums = dense_row_sums_offset(spec, m, k);
@@ -346,7 +367,8 @@ llvm::Error check_packed_dense_lhs(const PackedView &a, const Plan &plan) {
         for (int64_t c = 0; c < k; ++c) want += stored(j, r * k + c);
         std::memcpy(&got, a.dense.data + sums + (int64_t(j) * m + r) * 4, 4);
         if (got != want)
-          return err("the dense copy's row sum " + str(r) + " of plane " + str(int64_t(j)) + " is " + str(got) + ", want " + str(want));
+          return err("the dense copy's row sum " + str(r) + " of plane " + str(int64_t(j)) + " is " + str(got) +
+                     ", want " + str(want));
       }
   }
   return llvm::Error::success();

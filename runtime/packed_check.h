@@ -3,7 +3,7 @@
 // define what a kernel may read; these check that the bytes hold such a layout before a
 // kernel reads them:
 //   - every count and size agrees with the plan and the shape (row-blocks = ceil(M / V),
-//     planes and their bytes, the stride);
+//     planes and their bytes, the stride), within the packers' bounds (slots x V in 32 bits);
 //   - row pointers start where the previous row-block's strides end, in order;
 //   - every column index lies within A's K (a mask's N; a K panel's rows), or is a pad;
 //   - a decode plan's schedule is the one its strides imply (stride_meta, stride_next,
@@ -13,7 +13,8 @@
 //   - no row-block holds more nonzero vectors than the header's max_block_length, which the
 //     plan's exactness bound admits (check_reduction_length; the dense route's own bound).
 // A layout that passes is one the kernels read within its arrays and within their exactness
-// bounds. Errors start with "packed: " and name the array, the index and what was wanted.
+// bounds. Errors start with "packed: " and name the array, the index and what was wanted. Where
+// the arrays sit in a blob, and their alignment, are the blob's checks (capi/packed_blob.h).
 #pragma once
 
 #include <cstdint>
