@@ -214,16 +214,16 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
   int64_t rb = -1;
   for (int64_t s = 0; s < t; ++s) {
     const uint32_t m = at<uint32_t>(meta, s);
-    const int64_t b = m & ((1u << 30) - 1);
-    const bool starts = b != rb, ends = s + 1 == t || int64_t(at<uint32_t>(meta, s + 1) & ((1u << 30) - 1)) != b;
-    if ((starts && b != rb + 1) || b >= nbp || bool(m >> 30 & 1) != starts || bool(m >> 31) != ends)
+    const int64_t b = m & kStrideRowBlock;
+    const bool starts = b != rb, ends = s + 1 == t || int64_t(at<uint32_t>(meta, s + 1) & kStrideRowBlock) != b;
+    if ((starts && b != rb + 1) || b >= nbp || bool(m & kStrideFirst) != starts || bool(m & kStrideLast) != ends)
       return err("stride_meta[" + str(s) + "] = " + str(m) + ": the schedule must name row-blocks 0.." + str(nbp - 1) +
                  " in order, each one's first and last stride flagged");
     if (starts) first[size_t(b)] = s, rb = b;
   }
   if (rb != nbp - 1) return err("the schedule names " + str(rb + 1) + " row-blocks, want " + str(nbp));
   for (int64_t s = t, nx = t; s >= 0; --s) {
-    if (s < t && (at<uint32_t>(meta, s) >> 30 & 1)) nx = s;
+    if (s < t && (at<uint32_t>(meta, s) & kStrideFirst)) nx = s;
     if (at<int32_t>(next, s) != nx)
       return err("stride_next[" + str(s) + "] = " + str(at<int32_t>(next, s)) + ", want " + str(nx));
   }
@@ -247,7 +247,6 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
     if (auto e = check_counts(a, longest, vectors)) return e;
   // Every slot: its schedule bit, a column within its panel (or a pad's row slot % 8 over zeros),
   // its values; no row-block with more nonzero vectors than max_block_length.
-  static constexpr int kWordAt[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // pack_decode_layout's group order
   std::vector<int64_t> nonzero(size_t(nb), 0);
   std::vector<int32_t> cols;
   for (int64_t b = 0; b < nbp; ++b) {
@@ -264,7 +263,7 @@ llvm::Error check_decode_lhs(const PackedView &a, const Plan &plan, const ChunkV
         return err("column index " + str(p) + " (row-block " + str(b % nb) + (panels > 1 ? ", K panel " + str(q) : "") +
                    ") is " + str(c) + ", outside " +
                    (panels > 1 ? "its panel's " + str(limit) + " rows" : "A's K=" + str(a.cols)));
-      const int64_t k = value_slot(plan, p) % 32, base = (p / 32) * 32 * v + kWordAt[k / 4] * 4 + k % 4;
+      const int64_t k = value_slot(plan, p) % 32, base = (p / 32) * 32 * v + kDecodeGroupAt[k / 4] * 4 + k % 4;
       bool any = false;
       for (int64_t r = 0; r < v; ++r) {
         int64_t x = 0;

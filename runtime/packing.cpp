@@ -63,7 +63,6 @@ llvm::Expected<PackedLhs> pack_decode_layout(const SrBcrs &a, const Plan &plan, 
   // The 4-element groups of each row's 32 k stored in the order 0 4 1 5 2 6 3 7, so that a
   // lane's two mma words (k 4t..4t+3 and 16+4t..) sit side by side: one 8-byte load (4-bit
   // planes: 4 bytes) instead of two.
-  static constexpr int kWordAt[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // original group -> stored group
   std::vector<int64_t> wide(size_t(t * ks * v), 0);
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t old0 = a.row_ptr[2 * b], real = a.row_ptr[2 * b + 1] - old0, new0 = first[b] * ks;
@@ -76,7 +75,7 @@ llvm::Expected<PackedLhs> pack_decode_layout(const SrBcrs &a, const Plan &plan, 
     }
     for (int64_t e = 0; e < len * v; ++e) {  // stride-aligned runs: the [V][32] blocks move whole
       const int64_t k = e % 32;
-      wide[size_t(new0 * v + e - k + kWordAt[k / 4] * 4 + k % 4)] = a.values[size_t(old0 * v + e)];
+      wide[size_t(new0 * v + e - k + kDecodeGroupAt[k / 4] * 4 + k % 4)] = a.values[size_t(old0 * v + e)];
     }
   }
   auto sched = decode_schedule(p.col_idx.size() * 4, nb / panels, panels);
@@ -85,11 +84,11 @@ llvm::Expected<PackedLhs> pack_decode_layout(const SrBcrs &a, const Plan &plan, 
   auto *next = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(p.col_idx.data()) + sched->next_offset);
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t s = first[b]; s < first[b + 1]; ++s)
-      meta[s] = uint32_t(b) | (s == first[b] ? 1u << 30 : 0u) | (s + 1 == first[b + 1] ? 1u << 31 : 0u);
+      meta[s] = uint32_t(b) | (s == first[b] ? kStrideFirst : 0u) | (s + 1 == first[b + 1] ? kStrideLast : 0u);
   for (int64_t i = 0; i < t * ks; ++i)  // bit 15 of slot i: bit i % 32 of its stride's schedule word
     u16[i] = uint16_t(u16[i] | ((meta[i / ks] >> (i % ks)) & 1u) << 15);
   next[t] = int32_t(t);
-  for (int64_t s = t - 1; s >= 0; --s) next[s] = (meta[s] >> 30) & 1 ? int32_t(s) : next[s + 1];
+  for (int64_t s = t - 1; s >= 0; --s) next[s] = meta[s] & kStrideFirst ? int32_t(s) : next[s + 1];
   for (const Chunk &c : plan.lhs) p.planes.push_back(pack_plane(wide, c));
   if (plan.spec.panel) {  // the first stride of every (panel, row-block), then T
     auto *pf = reinterpret_cast<int32_t *>(reinterpret_cast<char *>(p.col_idx.data()) + sched->panel_offset);

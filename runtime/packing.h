@@ -36,6 +36,10 @@ Plane pack_plane(const std::vector<int64_t> &values, const Chunk &c);
 // after t that starts a row-block; T for t = T). A block then finds its run of row-blocks
 // with two independent loads and each warp its piece by arithmetic (compiler/gen_spmm_decode.cpp).
 constexpr int64_t kDecodeMaxK = 32767;  // columns a decode plan's 15-bit indices name
+// Where a decode plan's value planes store each row's 4-element group g of its 32 k (0 4 1 5 2 6
+// 3 7: a lane's two mma words side by side), and stride_meta's fields.
+inline constexpr int kDecodeGroupAt[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+inline constexpr uint32_t kStrideFirst = 1u << 30, kStrideLast = 1u << 31, kStrideRowBlock = kStrideFirst - 1;
 
 //
 // A decode plan in K panels (spec.panel = rows) packs A panel by panel: the vectors of
